@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs everything kvpool's build, tests and benchmarks need, from Debian 12 packages only.
+# Safe to run again: apt skips what is already there.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential g++ cmake ninja-build pkg-config git \
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  python3 python3-numpy python3-pytest python3-pybind11 pybind11-dev python3-matplotlib \
+  redis-server memcached iproute2 procps curl >/dev/null

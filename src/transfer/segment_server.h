@@ -1,0 +1,48 @@
+// SegmentServer: the storage side of the transfer engine. Serves reads and writes of the
+// segments it is given, over tcp (for other hosts) and over a unix socket that hands out each
+// segment's memfd (for clients on this host, which then copy without any socket on the path).
+//
+// Every request names a segment id; requests for ids not currently served fail with STALE,
+// requests outside a segment's bounds with INVALID_ARGUMENT. Malformed or truncated frames
+// close that one connection and are logged; the server keeps serving everyone else.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace kvpool::transfer {
+
+struct ServedSegment {
+  uint64_t segment_id = 0;
+  void* base = nullptr;  // REQUIRES: [base, base+size) stays mapped while served
+  uint64_t size = 0;
+  int memfd = -1;        // handed to same-host clients; -1 => no shm for this segment
+};
+
+struct SegmentServerOptions {
+  std::string tcp_listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  std::string shm_socket_path;             // empty => no shm server
+  int io_threads = 2;
+};
+
+class SegmentServer {
+ public:
+  static Result<std::unique_ptr<SegmentServer>> Start(const SegmentServerOptions& options);
+  virtual ~SegmentServer() = default;
+
+  // "host:port" actually bound (the port filled in when 0 was asked).
+  virtual std::string tcp_address() const = 0;
+  virtual std::string shm_socket_path() const = 0;
+
+  // Starts serving a segment (or replaces the one with the same id).
+  virtual void Serve(const ServedSegment& segment) = 0;
+  // Stops serving a segment id; later requests naming it fail with STALE.
+  virtual void Withdraw(uint64_t segment_id) = 0;
+  // Closes listeners and connections; in-flight requests fail. Idempotent; the destructor calls it.
+  virtual void Stop() = 0;
+};
+
+}  // namespace kvpool::transfer
