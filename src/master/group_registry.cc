@@ -1,0 +1,57 @@
+#include "master/group_registry.h"
+
+#include <algorithm>
+
+#include "master/object_index.h"
+
+namespace kvpool::master {
+
+GroupRegistry::GroupRegistry(size_t shard_count) {
+  if (shard_count == 0) shard_count = 1;
+  for (size_t i = 0; i < shard_count; ++i) shards_.push_back(std::make_unique<Shard>());
+}
+
+GroupRegistry::Shard& GroupRegistry::ShardFor(const std::string& group) const {
+  return *shards_[KeyHash{}(group) % shards_.size()];
+}
+
+void GroupRegistry::Add(const std::string& group, const std::string& key, uint64_t put_id) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  shard.groups[group][key] = put_id;
+}
+
+void GroupRegistry::Remove(const std::string& group, const std::string& key, uint64_t put_id) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  auto group_it = shard.groups.find(group);
+  if (group_it == shard.groups.end()) return;
+  auto member = group_it->second.find(key);
+  if (member == group_it->second.end() || member->second != put_id) return;
+  group_it->second.erase(member);
+  if (group_it->second.empty()) shard.groups.erase(group_it);
+}
+
+GroupRegistry::Members GroupRegistry::MembersOf(const std::string& group) const {
+  Members members;
+  {
+    Shard& shard = ShardFor(group);
+    std::lock_guard lock(shard.mu);
+    auto it = shard.groups.find(group);
+    if (it == shard.groups.end()) return members;
+    members.assign(it->second.begin(), it->second.end());
+  }
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+size_t GroupRegistry::group_count() const {
+  size_t total = 0;
+  for (const auto& shard : shards_) {
+    std::lock_guard lock(shard->mu);
+    total += shard->groups.size();
+  }
+  return total;
+}
+
+}  // namespace kvpool::master

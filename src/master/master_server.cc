@@ -1,0 +1,168 @@
+#include "master/master_server.h"
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "master/http_server.h"
+#include "master/master_service.h"
+#include "master/pool_metadata.h"
+#include "master/pool_metrics_text.h"
+#include "master/rpc_metrics.h"
+
+namespace kvpool::master {
+
+namespace {
+
+// Batches of thousands of keys up to 4 KiB each exceed gRPC's 4 MiB default.
+constexpr int kMaxMessageBytes = 256 << 20;
+
+Status ValidateOptions(const MasterOptions& o) {
+  if (!(o.high_watermark > 0 && o.high_watermark <= 1)) {
+    return InvalidArgument(fmt::format("high_watermark {} must be in (0, 1]", o.high_watermark));
+  }
+  if (!(o.evict_fraction > 0 && o.evict_fraction <= 1)) {
+    return InvalidArgument(fmt::format("evict_fraction {} must be in (0, 1]", o.evict_fraction));
+  }
+  if (o.max_lease_ms == 0 || o.default_lease_ms == 0 || o.default_lease_ms > o.max_lease_ms) {
+    return InvalidArgument(fmt::format("leases need 0 < default_lease_ms ({}) <= max_lease_ms ({})",
+                                       o.default_lease_ms, o.max_lease_ms));
+  }
+  if (o.put_timeout_ms == 0 || o.heartbeat_ttl_ms == 0) {
+    return InvalidArgument("put_timeout_ms and heartbeat_ttl_ms must be positive");
+  }
+  if (o.shards == 0 || o.max_key_bytes == 0) {
+    return InvalidArgument("shards and max_key_bytes must be positive");
+  }
+  return Status::Ok();
+}
+
+PoolOptions PoolOptionsFrom(const MasterOptions& o) {
+  PoolOptions p;
+  p.high_watermark = o.high_watermark;
+  p.evict_fraction = o.evict_fraction;
+  p.default_lease_ms = o.default_lease_ms;
+  p.max_lease_ms = o.max_lease_ms;
+  p.put_timeout_ms = o.put_timeout_ms;
+  p.heartbeat_ttl_ms = o.heartbeat_ttl_ms;
+  p.shards = o.shards;
+  p.max_key_bytes = o.max_key_bytes;
+  p.max_value_bytes = o.max_value_bytes;
+  return p;
+}
+
+}  // namespace
+
+MasterServer::MasterServer(const MasterOptions& options, Clock* clock)
+    : options_(options),
+      pool_(std::make_unique<PoolMetadata>(PoolOptionsFrom(options), clock)),
+      metrics_(std::make_unique<RpcMetrics>()),
+      service_(std::make_unique<MasterService>(pool_.get(), metrics_.get())) {}
+
+Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& options,
+                                                          Clock* clock) {
+  KVPOOL_RETURN_IF_ERROR(ValidateOptions(options));
+  std::string host;
+  int requested_port = 0;
+  KVPOOL_RETURN_IF_ERROR(SplitHostPort(options.listen, &host, &requested_port));
+
+  std::unique_ptr<MasterServer> server(new MasterServer(options, clock));
+
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // gRPC turns SO_REUSEPORT on by default, which would let a second master silently share
+  // the port with the first. One master per address.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (options.rpc_threads > 0) {
+    grpc::ResourceQuota quota("kvpool-master");
+    quota.SetMaxThreads(options.rpc_threads);
+    builder.SetResourceQuota(quota);
+  }
+  server->grpc_server_ = builder.BuildAndStart();
+  if (!server->grpc_server_ || bound_port == 0) {
+    return Unavailable(fmt::format(
+        "cannot listen for gRPC on {}: the port is already in use or the address is invalid",
+        options.listen));
+  }
+  server->address_ = fmt::format("{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host,
+                                 bound_port);
+
+  if (!options.metrics_listen.empty()) {
+    PoolMetadata* pool = server->pool_.get();
+    RpcMetrics* metrics = server->metrics_.get();
+    auto http = HttpServer::Start(options.metrics_listen, [pool, metrics](std::string_view path) {
+      HttpResponse response;
+      if (path == "/metrics") {
+        response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        AppendPoolMetrics(pool->Stat(), &response.body);
+        metrics->AppendPrometheus(&response.body);
+      } else if (path == "/health") {
+        response.body = "ok\n";
+      } else {
+        response.status = 404;
+        response.body = "not found; try /metrics or /health\n";
+      }
+      return response;
+    });
+    if (!http.ok()) {
+      server->grpc_server_->Shutdown();
+      return http.status();
+    }
+    server->http_server_ = std::move(http).value();
+  }
+
+  server->maintenance_ = std::thread([s = server.get()] { s->MaintenanceLoop(); });
+  return server;
+}
+
+MasterServer::~MasterServer() {
+  Shutdown();
+  Wait();
+}
+
+int MasterServer::metrics_port() const { return http_server_ ? http_server_->port() : 0; }
+
+void MasterServer::MaintenanceLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
+    if (stopping_) break;
+    lock.unlock();
+    pool_->RunMaintenance();
+    lock.lock();
+  }
+}
+
+void MasterServer::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (maintenance_.joinable()) maintenance_.join();
+  if (http_server_) http_server_->Shutdown();
+  if (grpc_server_) {
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
+  wake_.notify_all();
+}
+
+void MasterServer::Wait() {
+  {
+    std::unique_lock lock(mu_);
+    wake_.wait(lock, [this] { return stopped_; });
+  }
+  if (grpc_server_) grpc_server_->Wait();
+}
+
+}  // namespace kvpool::master

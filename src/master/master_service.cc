@@ -1,0 +1,202 @@
+#include "master/master_service.h"
+
+#include <chrono>
+#include <vector>
+
+namespace kvpool::master {
+
+namespace {
+
+// Records one call's latency when it goes out of scope.
+class CallTimer {
+ public:
+  CallTimer(RpcMetrics* metrics, RpcMethod method, uint64_t keys)
+      : metrics_(metrics), method_(method), keys_(keys), start_(std::chrono::steady_clock::now()) {}
+  ~CallTimer() {
+    auto elapsed = std::chrono::steady_clock::now() - start_;
+    metrics_->Record(method_, std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(),
+                     keys_);
+  }
+
+ private:
+  RpcMetrics* metrics_;
+  RpcMethod method_;
+  uint64_t keys_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+template <typename Reply>
+void SetStatus(const Status& status, Reply* reply) {
+  reply->set_code(static_cast<proto::Code>(status.code()));
+  if (!status.ok()) reply->set_message(status.message());
+}
+
+std::vector<std::string_view> KeyViews(const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  std::vector<std::string_view> views;
+  views.reserve(keys.size());
+  for (const std::string& key : keys) views.emplace_back(key);
+  return views;
+}
+
+void ToProto(const SegmentInfo& info, proto::SegmentEndpoint* out) {
+  out->set_segment_id(info.id);
+  out->set_store_id(info.store_id);
+  out->set_host_id(info.host_id);
+  out->set_tcp_address(info.tcp_address);
+  out->set_shm_socket(info.shm_socket);
+  out->set_size(info.size);
+}
+
+void ToProto(const std::vector<ReplicaView>& replicas,
+             google::protobuf::RepeatedPtrField<proto::Replica>* out) {
+  out->Reserve(static_cast<int>(replicas.size()));
+  for (const ReplicaView& r : replicas) {
+    proto::Replica* replica = out->Add();
+    replica->set_segment_id(r.segment_id);
+    replica->set_offset(r.offset);
+    replica->set_length(r.length);
+  }
+}
+
+void ToProto(const std::vector<Status>& statuses, proto::BatchKeysReply* reply) {
+  reply->mutable_results()->Reserve(static_cast<int>(statuses.size()));
+  for (const Status& status : statuses) SetStatus(status, reply->add_results());
+}
+
+}  // namespace
+
+grpc::Status MasterService::MountSegment(grpc::ServerContext*,
+                                         const proto::MountSegmentRequest* request,
+                                         proto::MountSegmentReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kMountSegment, 1);
+  const proto::SegmentEndpoint& endpoint = request->segment();
+  SegmentInfo info;
+  info.store_id = endpoint.store_id();
+  info.host_id = endpoint.host_id();
+  info.tcp_address = endpoint.tcp_address();
+  info.shm_socket = endpoint.shm_socket();
+  info.size = endpoint.size();
+  auto mounted = pool_->MountSegment(std::move(info));
+  SetStatus(mounted.status(), reply);
+  if (mounted.ok()) reply->set_segment_id(mounted->id);
+  reply->set_heartbeat_ttl_ms(pool_->options().heartbeat_ttl_ms);
+  reply->set_max_lease_ms(pool_->options().max_lease_ms);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::UnmountSegment(grpc::ServerContext*,
+                                           const proto::UnmountSegmentRequest* request,
+                                           proto::UnmountSegmentReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kUnmountSegment, 1);
+  SetStatus(pool_->UnmountSegment(request->segment_id()), reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest* request,
+                                      proto::HeartbeatReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kHeartbeat, request->segment_ids_size());
+  if (request->store_id().empty()) {
+    SetStatus(InvalidArgument("Heartbeat: store_id is empty"), reply);
+    return grpc::Status::OK;
+  }
+  std::vector<uint64_t> unknown = pool_->Heartbeat(
+      request->store_id(),
+      std::span<const uint64_t>(request->segment_ids().data(), request->segment_ids_size()));
+  reply->set_code(proto::OK);
+  reply->mutable_unknown_segment_ids()->Add(unknown.begin(), unknown.end());
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
+                                          const proto::BatchPutStartRequest* request,
+                                          proto::BatchPutStartReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchPutStart, request->items_size());
+  std::vector<PutStartItem> items;
+  items.reserve(request->items_size());
+  for (const proto::PutStartItem& item : request->items()) {
+    items.push_back({item.key(), item.length()});
+  }
+  PutOptions options;
+  options.replicas = request->options().replicas();
+  options.group = request->options().group();
+  options.pin_ttl_ms = request->options().pin_ttl_ms();
+
+  BatchPutStartResult started = pool_->BatchPutStart(items, options);
+  reply->mutable_results()->Reserve(static_cast<int>(started.results.size()));
+  for (const PutStartResult& result : started.results) {
+    proto::PutStartResult* out = reply->add_results();
+    SetStatus(result.status, out);
+    ToProto(result.replicas, out->mutable_replicas());
+  }
+  for (const SegmentInfo& info : started.segments) ToProto(info, reply->add_segments());
+  reply->set_put_timeout_ms(pool_->options().put_timeout_ms);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchPutEnd(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+                                        proto::BatchKeysReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchPutEnd, request->keys_size());
+  ToProto(pool_->BatchPutEnd(KeyViews(request->keys())), reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchPutRevoke(grpc::ServerContext*,
+                                           const proto::BatchKeysRequest* request,
+                                           proto::BatchKeysReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchPutRevoke, request->keys_size());
+  ToProto(pool_->BatchPutRevoke(KeyViews(request->keys())), reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
+                                             const proto::BatchGetReplicasRequest* request,
+                                             proto::BatchGetReplicasReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchGetReplicas, request->keys_size());
+  BatchGetResult got = pool_->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
+  reply->mutable_results()->Reserve(static_cast<int>(got.results.size()));
+  for (const GetResult& result : got.results) {
+    proto::GetResult* out = reply->add_results();
+    SetStatus(result.status, out);
+    out->set_length(result.length);
+    ToProto(result.replicas, out->mutable_replicas());
+  }
+  for (const SegmentInfo& info : got.segments) ToProto(info, reply->add_segments());
+  reply->set_lease_ms(got.lease_ms);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchExists(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+                                        proto::BatchExistsReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchExists, request->keys_size());
+  pool_->BatchExists(KeyViews(request->keys()), reply->mutable_exists());
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::BatchRemove(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+                                        proto::BatchKeysReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchRemove, request->keys_size());
+  ToProto(pool_->BatchRemove(KeyViews(request->keys())), reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*,
+                                 proto::StatReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kStat, 0);
+  PoolStats stats = pool_->Stat();
+  reply->set_objects(stats.objects);
+  reply->set_used_bytes(stats.used_bytes);
+  reply->set_capacity_bytes(stats.capacity_bytes);
+  reply->set_evicted_objects(stats.evicted_objects);
+  reply->set_evicted_bytes(stats.evicted_bytes);
+  reply->set_hits(stats.hits);
+  reply->set_misses(stats.misses);
+  for (const SegmentStats& s : stats.segments) {
+    proto::SegmentStat* out = reply->add_segments();
+    ToProto(s.info, out->mutable_segment());
+    out->set_used_bytes(s.used_bytes);
+    out->set_objects(s.objects);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,554 @@
+#include "master/pool_metadata.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kvpool::master {
+
+namespace {
+
+// A few rounds of "allocate, evict, retry": eviction frees bytes in LRU order, which may
+// leave them fragmented across segments, so one pass is not always enough.
+constexpr int kMaxEvictionRounds = 8;
+
+// Keys may be binary; messages show a printable, bounded prefix.
+std::string QuoteKey(std::string_view key) {
+  constexpr size_t kMaxShown = 64;
+  std::string out = "'";
+  for (size_t i = 0; i < key.size() && i < kMaxShown; ++i) {
+    unsigned char c = static_cast<unsigned char>(key[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  out += key.size() > kMaxShown ? "'..." : "'";
+  return out;
+}
+
+std::vector<ReplicaView> ViewsOf(const ObjectMeta& meta) {
+  std::vector<ReplicaView> views;
+  views.reserve(meta.replicas.size());
+  for (const auto& replica : meta.replicas) {
+    views.push_back({replica.segment->id(), replica.offset, meta.length});
+  }
+  return views;
+}
+
+// Collects each distinct segment once; batches reference few segments, so a linear scan wins.
+void NoteSegments(const std::vector<PlacedReplica>& replicas,
+                  std::vector<std::shared_ptr<Segment>>* seen) {
+  for (const auto& replica : replicas) {
+    bool known = false;
+    for (const auto& s : *seen) known = known || s.get() == replica.segment.get();
+    if (!known) seen->push_back(replica.segment);
+  }
+}
+
+std::vector<SegmentInfo> InfosOf(const std::vector<std::shared_ptr<Segment>>& segments) {
+  std::vector<SegmentInfo> infos;
+  infos.reserve(segments.size());
+  for (const auto& s : segments) infos.push_back(s->info());
+  return infos;
+}
+
+}  // namespace
+
+PoolMetadata::PoolMetadata(PoolOptions options, Clock* clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      segments_(options_.alignment),
+      index_(options_.shards),
+      groups_(options_.shards) {}
+
+// ---- segments ----
+
+Result<SegmentInfo> PoolMetadata::MountSegment(SegmentInfo info) {
+  if (info.store_id.empty()) {
+    return InvalidArgument("MountSegment: store_id is empty; heartbeats are keyed by it");
+  }
+  if (info.size < options_.alignment) {
+    return InvalidArgument(fmt::format("MountSegment: segment size {} is below the {}-byte "
+                                       "allocation alignment",
+                                       info.size, options_.alignment));
+  }
+  auto segment = segments_.Mount(std::move(info), clock_->NowMs());
+  return segment->info();
+}
+
+Status PoolMetadata::UnmountSegment(uint64_t segment_id) {
+  auto segment = segments_.Remove(segment_id);
+  if (!segment) return NotFound(fmt::format("segment {} is not mounted", segment_id));
+  DropSegmentReplicas(*segment);
+  return Status::Ok();
+}
+
+std::vector<uint64_t> PoolMetadata::Heartbeat(const std::string& store_id,
+                                              std::span<const uint64_t> segment_ids) {
+  return segments_.Heartbeat(store_id, segment_ids, clock_->NowMs());
+}
+
+void PoolMetadata::DropSegmentReplicas(const Segment& segment) {
+  for (size_t i = 0; i < index_.shard_count(); ++i) {
+    ObjectShard& shard = index_.shard(i);
+    std::lock_guard lock(shard.mu);
+    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
+      auto& replicas = it->second.replicas;
+      auto dropped = std::remove_if(replicas.begin(), replicas.end(), [&](const PlacedReplica& r) {
+        return r.segment.get() == &segment;
+      });
+      bool lost_some = dropped != replicas.end();
+      replicas.erase(dropped, replicas.end());
+      // A placeholder of a put still allocating has no copies yet; it is not lost.
+      if (lost_some && replicas.empty()) {
+        if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+        it = shard.objects.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+// ---- validation ----
+
+Status PoolMetadata::ValidateKey(std::string_view key) const {
+  if (key.empty()) return InvalidArgument("key is empty");
+  if (key.size() > options_.max_key_bytes) {
+    return InvalidArgument(fmt::format("key {} is {} bytes; the limit is {} (max_key_bytes)",
+                                       QuoteKey(key), key.size(), options_.max_key_bytes));
+  }
+  return Status::Ok();
+}
+
+Status PoolMetadata::ValidatePut(const PutStartItem& item) const {
+  KVPOOL_RETURN_IF_ERROR(ValidateKey(item.key));
+  if (item.length == 0) {
+    return InvalidArgument(fmt::format("key {}: length is 0; values hold at least one byte",
+                                       QuoteKey(item.key)));
+  }
+  if (item.length > options_.max_value_bytes) {
+    return InvalidArgument(fmt::format("key {}: length {} exceeds the {}-byte value limit",
+                                       QuoteKey(item.key), item.length,
+                                       options_.max_value_bytes));
+  }
+  return Status::Ok();
+}
+
+// ---- puts ----
+
+BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> items,
+                                                const PutOptions& options) {
+  const int64_t now = clock_->NowMs();
+  const uint32_t copies = std::max<uint32_t>(1, options.replicas);
+  BatchPutStartResult out;
+  out.results.resize(items.size());
+  std::vector<uint64_t> put_ids(items.size(), 0);
+
+  // Phase 1: validate and reserve each key with a pending placeholder, so a concurrent put
+  // of the same key fails ALREADY_EXISTS while this one allocates without holding locks.
+  auto segments = segments_.Snapshot();
+  uint64_t largest_segment = 0;
+  for (const auto& s : segments) largest_segment = std::max(largest_segment, s->capacity());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PutStartItem& item = items[i];
+    Status status = ValidatePut(item);
+    if (status.ok() && segments.empty()) {
+      status = Unavailable("no segments are mounted; start a storage service");
+    }
+    if (status.ok()) {
+      size_t large_enough = 0;
+      for (const auto& s : segments) large_enough += s->capacity() >= item.length ? 1 : 0;
+      if (large_enough == 0) {
+        status = NoSpace(fmt::format(
+            "key {}: value of {} bytes is larger than every segment (largest is {} bytes)",
+            QuoteKey(item.key), item.length, largest_segment));
+      } else if (large_enough < copies) {
+        status = NoSpace(fmt::format(
+            "key {}: {} copies of {} bytes need {} distinct segments that large; {} mounted",
+            QuoteKey(item.key), copies, item.length, copies, large_enough));
+      }
+    }
+    if (status.ok()) {
+      ObjectShard& shard = index_.shard(index_.ShardOf(item.key));
+      std::lock_guard lock(shard.mu);
+      auto [it, inserted] = shard.objects.try_emplace(std::string(item.key));
+      if (!inserted) {
+        status = AlreadyExists(
+            fmt::format("key {} already exists (objects are immutable)", QuoteKey(item.key)));
+      } else {
+        ObjectMeta& meta = it->second;
+        meta.length = item.length;
+        meta.state = ObjectState::kPending;
+        meta.group = options.group;
+        meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
+        meta.put_started_ms = now;
+        meta.pin_until_ms = options.pin_ttl_ms > 0 ? now + static_cast<int64_t>(options.pin_ttl_ms) : 0;
+        meta.last_access_ms = now;
+        shard.pending.push_back({it->first, meta.put_id, now});
+        if (!meta.group.empty()) groups_.Add(meta.group, it->first, meta.put_id);
+        put_ids[i] = meta.put_id;
+      }
+    }
+    out.results[i].status = std::move(status);
+  }
+
+  // Phase 2: allocate (evicting if needed) and attach the copies to the placeholder.
+  std::vector<std::shared_ptr<Segment>> referenced;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (put_ids[i] == 0) continue;
+    const PutStartItem& item = items[i];
+    auto placed = AllocateWithEviction(item.length, copies, &segments);
+    if (!placed.ok()) {
+      AbandonPut(item.key, put_ids[i]);
+      out.results[i].status = placed.status();
+      continue;
+    }
+    Status status;
+    {
+      ObjectShard& shard = index_.shard(index_.ShardOf(item.key));
+      std::lock_guard lock(shard.mu);
+      auto it = shard.objects.find(item.key);
+      if (it == shard.objects.end() || it->second.put_id != put_ids[i]) {
+        status = Unavailable(fmt::format("put of key {} was dropped while allocating (its "
+                                         "segment went away)",
+                                         QuoteKey(item.key)));
+      } else {
+        // A segment checked alive under the shard lock will have this object's copy dropped
+        // by any later unmount, because the unmount scan needs this lock too.
+        for (const auto& replica : *placed) {
+          if (!replica.segment->alive()) {
+            status = Unavailable(fmt::format("segment {} was unmounted during the put of {}",
+                                             replica.segment->id(), QuoteKey(item.key)));
+          }
+        }
+        if (status.ok()) {
+          it->second.replicas = std::move(*placed);
+          out.results[i].replicas = ViewsOf(it->second);
+          NoteSegments(it->second.replicas, &referenced);
+        }
+      }
+    }
+    if (!status.ok()) {
+      FreeReplicas(*placed);
+      AbandonPut(item.key, put_ids[i]);
+      out.results[i].status = std::move(status);
+    }
+  }
+  out.segments = InfosOf(referenced);
+  return out;
+}
+
+Result<std::vector<PlacedReplica>> PoolMetadata::AllocateWithEviction(
+    uint64_t length, uint32_t copies, std::vector<std::shared_ptr<Segment>>* segments) {
+  for (int round = 0;; ++round) {
+    const uint64_t passes_seen = eviction_passes_.load(std::memory_order_acquire);
+    auto placed = PlaceReplicas(*segments, length, copies);
+    if (placed.ok()) return placed;
+
+    std::lock_guard lock(eviction_mu_);
+    *segments = segments_.Snapshot();  // segments may have come or gone meanwhile
+    // Another thread evicted since we looked: try its freed space before evicting more.
+    if (eviction_passes_.load(std::memory_order_acquire) != passes_seen &&
+        round < kMaxEvictionRounds) {
+      continue;
+    }
+    const uint64_t capacity = segments_.capacity_bytes();
+    const uint64_t want = std::max<uint64_t>(
+        static_cast<uint64_t>(options_.evict_fraction * static_cast<double>(capacity)),
+        length * copies);
+    const uint64_t freed = EvictLocked(want, clock_->NowMs());
+    if (freed == 0 || round >= kMaxEvictionRounds) {
+      placed = PlaceReplicas(*segments, length, copies);
+      if (placed.ok()) return placed;
+      return NoSpace(fmt::format(
+          "pool is full: no room for {} cop{} of {} bytes and eviction could not free enough "
+          "(what is left is leased, pending, or too fragmented)",
+          copies, copies == 1 ? "y" : "ies", length));
+    }
+  }
+}
+
+std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::string_view key) {
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) return {};
+  std::vector<PlacedReplica> replicas = std::move(it->second.replicas);
+  if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+  shard.objects.erase(it);
+  return replicas;
+}
+
+void PoolMetadata::AbandonPut(std::string_view key, uint64_t put_id) {
+  std::vector<PlacedReplica> replicas;
+  {
+    ObjectShard& shard = index_.shard(index_.ShardOf(key));
+    std::lock_guard lock(shard.mu);
+    auto it = shard.objects.find(key);
+    if (it == shard.objects.end() || it->second.put_id != put_id ||
+        it->second.state != ObjectState::kPending) {
+      return;
+    }
+    replicas = EraseLocked(shard, key);
+  }
+  FreeReplicas(replicas);
+}
+
+std::vector<Status> PoolMetadata::BatchPutEnd(std::span<const std::string_view> keys) {
+  const int64_t now = clock_->NowMs();
+  std::vector<Status> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view key = keys[i];
+    if (Status status = ValidateKey(key); !status.ok()) {
+      out[i] = std::move(status);
+      continue;
+    }
+    std::vector<PlacedReplica> reclaimed;
+    {
+      ObjectShard& shard = index_.shard(index_.ShardOf(key));
+      std::lock_guard lock(shard.mu);
+      auto it = shard.objects.find(key);
+      if (it == shard.objects.end()) {
+        out[i] = NotFound(fmt::format("no pending put for key {} (revoked, timed out, or its "
+                                      "segment was dropped)",
+                                      QuoteKey(key)));
+      } else if (it->second.state == ObjectState::kComplete) {
+        out[i] = AlreadyExists(fmt::format("put of key {} already ended", QuoteKey(key)));
+      } else if (now - it->second.put_started_ms >=
+                 static_cast<int64_t>(options_.put_timeout_ms)) {
+        // Past the deadline the space may be reclaimed at any moment; never publish it.
+        reclaimed = EraseLocked(shard, key);
+        out[i] = Timeout(fmt::format("put of key {} ended after put_timeout_ms ({} ms)",
+                                     QuoteKey(key), options_.put_timeout_ms));
+      } else {
+        it->second.state = ObjectState::kComplete;
+        it->second.last_access_ms = now;
+      }
+    }
+    FreeReplicas(reclaimed);
+  }
+  return out;
+}
+
+std::vector<Status> PoolMetadata::BatchPutRevoke(std::span<const std::string_view> keys) {
+  std::vector<Status> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view key = keys[i];
+    if (Status status = ValidateKey(key); !status.ok()) {
+      out[i] = std::move(status);
+      continue;
+    }
+    std::vector<PlacedReplica> freed;
+    {
+      ObjectShard& shard = index_.shard(index_.ShardOf(key));
+      std::lock_guard lock(shard.mu);
+      auto it = shard.objects.find(key);
+      if (it == shard.objects.end()) {
+        out[i] = NotFound(fmt::format("no pending put for key {}", QuoteKey(key)));
+      } else if (it->second.state == ObjectState::kComplete) {
+        out[i] = AlreadyExists(fmt::format(
+            "key {} is complete; revoke only cancels a pending put (use Remove)", QuoteKey(key)));
+      } else {
+        freed = EraseLocked(shard, key);
+      }
+    }
+    FreeReplicas(freed);
+  }
+  return out;
+}
+
+// ---- reads ----
+
+BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> keys,
+                                              uint64_t lease_ms) {
+  const int64_t now = clock_->NowMs();
+  BatchGetResult out;
+  out.lease_ms = std::min(lease_ms == 0 ? options_.default_lease_ms : lease_ms,
+                          options_.max_lease_ms);
+  const int64_t lease_until = now + static_cast<int64_t>(out.lease_ms);
+  out.results.resize(keys.size());
+  std::vector<std::shared_ptr<Segment>> referenced;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view key = keys[i];
+    GetResult& result = out.results[i];
+    if (Status status = ValidateKey(key); !status.ok()) {
+      result.status = std::move(status);
+      continue;
+    }
+    const HashedKey hashed = ObjectIndex::Hash(key);
+    ObjectShard& shard = index_.shard(index_.ShardOf(hashed));
+    std::lock_guard lock(shard.mu);
+    auto it = shard.objects.find(hashed);
+    if (it == shard.objects.end()) {
+      ++shard.misses;
+      result.status = NotFound(fmt::format("key {} is not in the pool", QuoteKey(key)));
+    } else if (it->second.state != ObjectState::kComplete) {
+      ++shard.misses;
+      result.status = NotReady(fmt::format("put of key {} has not ended", QuoteKey(key)));
+    } else {
+      ++shard.hits;
+      ObjectMeta& meta = it->second;
+      meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
+      meta.last_access_ms = now;
+      result.length = meta.length;
+      result.replicas = ViewsOf(meta);
+      NoteSegments(meta.replicas, &referenced);
+    }
+  }
+  out.segments = InfosOf(referenced);
+  return out;
+}
+
+void PoolMetadata::BatchExists(std::span<const std::string_view> keys, std::string* out) {
+  const size_t base = out->size();
+  out->resize(base + keys.size(), '\0');
+  char* flags = out->data() + base;
+  // Hash each key once and visit the keys shard by shard, so a batch of thousands takes
+  // each shard lock once instead of once per key.
+  const size_t shard_count = index_.shard_count();
+  thread_local std::vector<HashedKey> hashed;
+  thread_local std::vector<uint32_t> shard_of, order, shard_begin;
+  hashed.resize(keys.size());
+  shard_of.resize(keys.size());
+  order.resize(keys.size());
+  shard_begin.assign(shard_count + 1, 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    hashed[i] = ObjectIndex::Hash(keys[i]);
+    shard_of[i] = static_cast<uint32_t>(index_.ShardOf(hashed[i]));
+    ++shard_begin[shard_of[i] + 1];
+  }
+  for (size_t s = 0; s < shard_count; ++s) shard_begin[s + 1] += shard_begin[s];
+  {
+    thread_local std::vector<uint32_t> fill;
+    fill.assign(shard_begin.begin(), shard_begin.end() - 1);
+    for (size_t i = 0; i < keys.size(); ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
+  }
+  for (size_t s = 0; s < shard_count; ++s) {
+    if (shard_begin[s] == shard_begin[s + 1]) continue;
+    ObjectShard& shard = index_.shard(s);
+    std::lock_guard lock(shard.mu);
+    for (uint32_t j = shard_begin[s]; j < shard_begin[s + 1]; ++j) {
+      const uint32_t i = order[j];
+      auto it = shard.objects.find(hashed[i]);
+      flags[i] = it != shard.objects.end() && it->second.state == ObjectState::kComplete ? 1 : 0;
+    }
+  }
+}
+
+std::vector<Status> PoolMetadata::BatchRemove(std::span<const std::string_view> keys) {
+  const int64_t now = clock_->NowMs();
+  std::vector<Status> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view key = keys[i];
+    if (Status status = ValidateKey(key); !status.ok()) {
+      out[i] = std::move(status);
+      continue;
+    }
+    std::vector<PlacedReplica> freed;
+    {
+      ObjectShard& shard = index_.shard(index_.ShardOf(key));
+      std::lock_guard lock(shard.mu);
+      auto it = shard.objects.find(key);
+      if (it == shard.objects.end()) {
+        out[i] = NotFound(fmt::format("key {} is not in the pool", QuoteKey(key)));
+        continue;
+      }
+      if (it->second.state == ObjectState::kPending) {
+        // Its writer may still be writing; freeing now could hand those bytes to another put.
+        out[i] = NotReady(fmt::format("put of key {} has not ended; the writer revokes it",
+                                      QuoteKey(key)));
+        continue;
+      }
+      const int64_t lease_until = it->second.lease_until_ms;
+      freed = EraseLocked(shard, key);
+      if (lease_until > now) {
+        // Hidden from now on; the bytes stay put until the last reader's lease ends.
+        std::lock_guard deferred_lock(deferred_mu_);
+        deferred_.push_back({lease_until, std::move(freed)});
+        freed.clear();
+      }
+    }
+    FreeReplicas(freed);
+  }
+  return out;
+}
+
+// ---- introspection and background work ----
+
+PoolStats PoolMetadata::Stat() const {
+  PoolStats stats;
+  for (size_t i = 0; i < index_.shard_count(); ++i) {
+    ObjectShard& shard = index_.shard(i);
+    std::lock_guard lock(shard.mu);
+    stats.objects += shard.objects.size();
+    stats.hits += shard.hits;
+    stats.misses += shard.misses;
+  }
+  for (const auto& segment : segments_.Snapshot()) {
+    stats.used_bytes += segment->used_bytes();
+    stats.capacity_bytes += segment->capacity();
+    stats.segments.push_back({segment->info(), segment->used_bytes(), segment->allocation_count()});
+  }
+  stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
+  stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
+  stats.groups = groups_.group_count();
+  return stats;
+}
+
+void PoolMetadata::RunMaintenance() {
+  const int64_t now = clock_->NowMs();
+  ReclaimTimedOutPuts(now);
+  FreeEndedLeases(now);
+  for (uint64_t id : segments_.TakeExpiredSegments(now, options_.heartbeat_ttl_ms)) {
+    if (auto segment = segments_.Remove(id)) DropSegmentReplicas(*segment);
+  }
+  const uint64_t capacity = segments_.capacity_bytes();
+  if (capacity > 0 && static_cast<double>(segments_.used_bytes()) >
+                          options_.high_watermark * static_cast<double>(capacity)) {
+    std::lock_guard lock(eviction_mu_);
+    EvictLocked(static_cast<uint64_t>(options_.evict_fraction * static_cast<double>(capacity)),
+                now);
+  }
+}
+
+void PoolMetadata::ReclaimTimedOutPuts(int64_t now_ms) {
+  std::vector<PlacedReplica> reclaimed;
+  for (size_t i = 0; i < index_.shard_count(); ++i) {
+    ObjectShard& shard = index_.shard(i);
+    std::lock_guard lock(shard.mu);
+    while (!shard.pending.empty()) {
+      const PendingPut& put = shard.pending.front();
+      auto it = shard.objects.find(put.key);
+      bool still_pending = it != shard.objects.end() && it->second.put_id == put.put_id &&
+                           it->second.state == ObjectState::kPending;
+      if (still_pending) {
+        if (now_ms - put.started_ms < static_cast<int64_t>(options_.put_timeout_ms)) break;
+        auto replicas = EraseLocked(shard, put.key);
+        reclaimed.insert(reclaimed.end(), std::make_move_iterator(replicas.begin()),
+                         std::make_move_iterator(replicas.end()));
+      }
+      shard.pending.pop_front();
+    }
+  }
+  FreeReplicas(reclaimed);
+}
+
+void PoolMetadata::FreeEndedLeases(int64_t now_ms) {
+  std::vector<DeferredFree> ended;
+  {
+    std::lock_guard lock(deferred_mu_);
+    auto split = std::partition(deferred_.begin(), deferred_.end(),
+                                [&](const DeferredFree& d) { return d.free_at_ms > now_ms; });
+    std::move(split, deferred_.end(), std::back_inserter(ended));
+    deferred_.erase(split, deferred_.end());
+  }
+  for (const auto& d : ended) FreeReplicas(d.replicas);
+}
+
+uint64_t PoolMetadata::EvictAtLeast(uint64_t bytes) {
+  std::lock_guard lock(eviction_mu_);
+  return EvictLocked(bytes, clock_->NowMs());
+}
+
+}  // namespace kvpool::master

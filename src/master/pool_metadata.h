@@ -1,0 +1,204 @@
+// PoolMetadata: everything the master knows about the pool, and the rules that keep it
+// consistent. It never touches a value's bytes — only where they live.
+//
+//   segments  (SegmentTable)   mounted segments, their allocators, store liveness
+//   objects   (ObjectIndex)    key -> {length, replicas, state, group, pin, lease, access}
+//   groups    (GroupRegistry)  group -> member keys, so eviction can take a group whole
+//
+// Rules kept here (docs/architecture.md):
+//   * An object is visible to readers only after PutEnd; a pending put older than
+//     put_timeout_ms is reclaimed.
+//   * Space of an object is never freed, evicted or reused while a lease on it is live;
+//     removing a leased object hides it at once and frees it when the lease ends.
+//   * Allocation is exact, so capacity is never exceeded; when it fails, LRU eviction runs,
+//     and if that cannot free enough the put fails NO_SPACE.
+//   * A group is evicted whole or not at all; a group with a leased or pending member is
+//     skipped; pinned groups go only after every unpinned candidate.
+//
+// Thread-safe. Time comes from the injected Clock; nothing here starts a thread — the
+// server calls RunMaintenance periodically, tests call it after moving a ManualClock.
+//
+// Lock order (never acquire an earlier lock while holding a later one):
+//   1. eviction_mu_                   one eviction pass at a time
+//   2. object shard mutexes           ascending shard index when holding several
+//   3. group registry shard mutex     one at a time
+//   4. deferred_mu_                   removed-while-leased objects awaiting their free
+//   5. segment table mutex, then a segment's allocator mutex (leaves)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "master/group_registry.h"
+#include "master/object_index.h"
+#include "master/segment_table.h"
+
+namespace kvpool::master {
+
+struct PoolOptions {
+  double high_watermark = 0.90;  // background eviction starts above used/capacity this high
+  double evict_fraction = 0.05;  // each eviction pass frees this fraction of capacity
+  uint64_t default_lease_ms = 5000;
+  uint64_t max_lease_ms = 60000;
+  uint64_t put_timeout_ms = 30000;
+  uint64_t heartbeat_ttl_ms = 5000;
+  size_t shards = 16;
+  size_t max_key_bytes = 4096;
+  uint64_t max_value_bytes = uint64_t{1} << 40;
+  uint64_t alignment = 64;
+};
+
+struct PutOptions {
+  uint32_t replicas = 1;  // 0 => 1
+  std::string group;      // "" => the object is its own group
+  uint64_t pin_ttl_ms = 0;
+};
+
+struct PutStartItem {
+  std::string_view key;
+  uint64_t length = 0;
+};
+
+// One copy of an object as clients see it.
+struct ReplicaView {
+  uint64_t segment_id = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+struct PutStartResult {
+  Status status;
+  std::vector<ReplicaView> replicas;
+};
+
+struct BatchPutStartResult {
+  std::vector<PutStartResult> results;  // one per item, in order
+  std::vector<SegmentInfo> segments;    // every segment referenced above, once
+};
+
+struct GetResult {
+  Status status;
+  uint64_t length = 0;
+  std::vector<ReplicaView> replicas;
+};
+
+struct BatchGetResult {
+  std::vector<GetResult> results;
+  std::vector<SegmentInfo> segments;
+  uint64_t lease_ms = 0;  // granted, counted from when the call was received
+};
+
+struct SegmentStats {
+  SegmentInfo info;
+  uint64_t used_bytes = 0;
+  uint64_t objects = 0;  // copies stored on the segment
+};
+
+struct PoolStats {
+  uint64_t objects = 0;  // pending and complete
+  uint64_t used_bytes = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t evicted_objects = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t groups = 0;
+  std::vector<SegmentStats> segments;
+};
+
+class PoolMetadata {
+ public:
+  // REQUIRES: `clock` outlives this object.
+  PoolMetadata(PoolOptions options, Clock* clock);
+
+  PoolMetadata(const PoolMetadata&) = delete;
+  PoolMetadata& operator=(const PoolMetadata&) = delete;
+
+  const PoolOptions& options() const { return options_; }
+
+  // ---- segments ----
+  // Registers a segment; returns it with its assigned id.
+  Result<SegmentInfo> MountSegment(SegmentInfo info);
+  // Unmounts and drops every copy stored on it.
+  Status UnmountSegment(uint64_t segment_id);
+  // Returns the ids the store must remount (not mounted for it any more).
+  std::vector<uint64_t> Heartbeat(const std::string& store_id,
+                                  std::span<const uint64_t> segment_ids);
+
+  // ---- objects ----
+  BatchPutStartResult BatchPutStart(std::span<const PutStartItem> items,
+                                    const PutOptions& options);
+  std::vector<Status> BatchPutEnd(std::span<const std::string_view> keys);
+  std::vector<Status> BatchPutRevoke(std::span<const std::string_view> keys);
+  // lease_ms 0 => default_lease_ms; capped at max_lease_ms.
+  BatchGetResult BatchGetReplicas(std::span<const std::string_view> keys, uint64_t lease_ms);
+  // Appends one byte per key to `out`: 1 if the key is present and complete, else 0.
+  void BatchExists(std::span<const std::string_view> keys, std::string* out);
+  std::vector<Status> BatchRemove(std::span<const std::string_view> keys);
+
+  PoolStats Stat() const;
+
+  // Background work, one pass: reclaim timed-out puts, free removed objects whose lease
+  // ended, drop segments of silent stores, evict if above the high watermark.
+  void RunMaintenance();
+
+  // Runs one eviction pass that tries to free at least `bytes`; returns bytes freed.
+  uint64_t EvictAtLeast(uint64_t bytes);
+
+ private:
+  struct DeferredFree {
+    int64_t free_at_ms = 0;
+    std::vector<PlacedReplica> replicas;
+  };
+  struct EvictionCandidate;
+
+  Status ValidateKey(std::string_view key) const;
+  Status ValidatePut(const PutStartItem& item) const;
+
+  // Allocates copies, evicting synchronously when the pool is full. `segments` is the
+  // caller's snapshot of the mounted segments; it is refreshed after an eviction pass.
+  Result<std::vector<PlacedReplica>> AllocateWithEviction(
+      uint64_t length, uint32_t copies, std::vector<std::shared_ptr<Segment>>* segments);
+
+  // Erases `key` (REQUIRES: shard.mu held) and returns its copies for the caller to free.
+  std::vector<PlacedReplica> EraseLocked(ObjectShard& shard, std::string_view key);
+  // Erases `key` if it is still the put `put_id` and frees its space.
+  void AbandonPut(std::string_view key, uint64_t put_id);
+
+  void ReclaimTimedOutPuts(int64_t now_ms);
+  void FreeEndedLeases(int64_t now_ms);
+  // Drops every copy on `segment`; objects left with none are removed.
+  void DropSegmentReplicas(const Segment& segment);
+
+  // Eviction (pool_eviction.cc). REQUIRES: eviction_mu_ held.
+  uint64_t EvictLocked(uint64_t bytes, int64_t now_ms);
+  std::vector<EvictionCandidate> CollectCandidates(int64_t now_ms);
+  uint64_t EvictSingle(const EvictionCandidate& candidate, int64_t now_ms);
+  uint64_t EvictGroup(const EvictionCandidate& candidate, int64_t now_ms);
+
+  const PoolOptions options_;
+  Clock* const clock_;
+  SegmentTable segments_;
+  ObjectIndex index_;
+  GroupRegistry groups_;
+
+  std::mutex eviction_mu_;
+  // Bumped after every eviction pass: a put that failed to allocate skips evicting when
+  // another thread's pass ran since it last tried.
+  std::atomic<uint64_t> eviction_passes_{0};
+  std::atomic<uint64_t> next_put_id_{1};
+  std::atomic<uint64_t> evicted_objects_{0};
+  std::atomic<uint64_t> evicted_bytes_{0};
+
+  std::mutex deferred_mu_;
+  std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
+};
+
+}  // namespace kvpool::master

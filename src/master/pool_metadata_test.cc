@@ -1,0 +1,554 @@
+#include "master/pool_metadata.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace kvpool::master {
+namespace {
+
+constexpr uint64_t kObject = 64;  // one allocation unit, so sizes add up exactly
+
+class PoolMetadataTest : public ::testing::Test {
+ protected:
+  void MakePool(PoolOptions options = {}) { pool_ = std::make_unique<PoolMetadata>(options, &clock_); }
+
+  uint64_t Mount(uint64_t size, const std::string& store = "store-a") {
+    SegmentInfo info;
+    info.store_id = store;
+    info.host_id = "host";
+    info.tcp_address = "127.0.0.1:1";
+    info.size = size;
+    auto mounted = pool_->MountSegment(info);
+    EXPECT_TRUE(mounted.ok()) << mounted.status().ToString();
+    return mounted->id;
+  }
+
+  PutStartResult PutStart(const std::string& key, uint64_t length, const PutOptions& options = {}) {
+    PutStartItem item{key, length};
+    auto out = pool_->BatchPutStart({&item, 1}, options);
+    return out.results[0];
+  }
+
+  Status PutEnd(const std::string& key) {
+    std::string_view k = key;
+    return pool_->BatchPutEnd({&k, 1})[0];
+  }
+
+  // PutStart + PutEnd; returns the first error.
+  Status Put(const std::string& key, uint64_t length = kObject, const PutOptions& options = {}) {
+    auto started = PutStart(key, length, options);
+    if (!started.status.ok()) return started.status;
+    return PutEnd(key);
+  }
+
+  GetResult Get(const std::string& key, uint64_t lease_ms = 0) {
+    std::string_view k = key;
+    return pool_->BatchGetReplicas({&k, 1}, lease_ms).results[0];
+  }
+
+  bool Exists(const std::string& key) {
+    std::string_view k = key;
+    std::string flags;
+    pool_->BatchExists({&k, 1}, &flags);
+    return flags.at(0) == 1;
+  }
+
+  Status Remove(const std::string& key) {
+    std::string_view k = key;
+    return pool_->BatchRemove({&k, 1})[0];
+  }
+
+  uint64_t Used() { return pool_->Stat().used_bytes; }
+
+  ManualClock clock_;
+  std::unique_ptr<PoolMetadata> pool_;
+};
+
+// ---- validation ----
+
+TEST_F(PoolMetadataTest, RejectsInvalidPuts) {
+  PoolOptions options;
+  options.max_key_bytes = 8;
+  options.max_value_bytes = 1000;
+  MakePool(options);
+  Mount(1 << 20);
+  EXPECT_EQ(PutStart("", 10).status.code(), StatusCode::kInvalidArgument);
+  auto too_long = PutStart("123456789", 10).status;
+  EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.message().find("max_key_bytes"), std::string::npos) << too_long.message();
+  EXPECT_EQ(PutStart("k", 0).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PutStart("k", 1001).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Put("k", 1000).ok());
+  EXPECT_EQ(PutStart("k", 10).status.code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(PoolMetadataTest, DuplicateKeyInOneBatch) {
+  MakePool();
+  Mount(1 << 20);
+  std::string a = "same";
+  PutStartItem items[] = {{a, 10}, {a, 10}};
+  auto out = pool_->BatchPutStart(items, {});
+  EXPECT_TRUE(out.results[0].status.ok());
+  EXPECT_EQ(out.results[1].status.code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(PoolMetadataTest, NoSegmentsIsUnavailable) {
+  MakePool();
+  EXPECT_EQ(PutStart("k", 10).status.code(), StatusCode::kUnavailable);
+}
+
+TEST_F(PoolMetadataTest, ValueLargerThanEverySegmentIsNoSpace) {
+  MakePool();
+  Mount(4096);
+  Mount(8192);
+  auto status = PutStart("big", 8193).status;
+  EXPECT_EQ(status.code(), StatusCode::kNoSpace);
+  EXPECT_NE(status.message().find("larger than every segment"), std::string::npos)
+      << status.message();
+  EXPECT_TRUE(Put("fits", 8192).ok());
+}
+
+// ---- placement ----
+
+TEST_F(PoolMetadataTest, ReplicasLandOnDistinctSegments) {
+  MakePool();
+  for (int i = 0; i < 3; ++i) Mount(1 << 20, "store-" + std::to_string(i));
+  PutOptions three;
+  three.replicas = 3;
+  for (int i = 0; i < 50; ++i) {
+    auto started = PutStart("k" + std::to_string(i), 1000, three);
+    ASSERT_TRUE(started.status.ok()) << started.status.ToString();
+    ASSERT_EQ(started.replicas.size(), 3u);
+    std::set<uint64_t> segments;
+    for (const auto& r : started.replicas) segments.insert(r.segment_id);
+    EXPECT_EQ(segments.size(), 3u);
+  }
+  PutOptions four;
+  four.replicas = 4;
+  EXPECT_EQ(PutStart("four", 1000, four).status.code(), StatusCode::kNoSpace);
+}
+
+TEST_F(PoolMetadataTest, PlacementBalancesSegments) {
+  MakePool();
+  for (int i = 0; i < 4; ++i) Mount(1 << 20, "store-" + std::to_string(i));
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(Put("k" + std::to_string(i), 1024).ok());
+  for (const auto& segment : pool_->Stat().segments) {
+    // Power of two choices keeps each segment close to the mean of 100 objects.
+    EXPECT_GE(segment.objects, 80u) << "segment " << segment.info.id;
+    EXPECT_LE(segment.objects, 120u) << "segment " << segment.info.id;
+  }
+}
+
+TEST_F(PoolMetadataTest, BatchRepliesNameReferencedSegments) {
+  MakePool();
+  uint64_t a = Mount(1 << 20, "store-a");
+  uint64_t b = Mount(1 << 20, "store-b");
+  PutStartItem items[] = {{"x", 10}, {"y", 10}};
+  PutOptions two;
+  two.replicas = 2;
+  auto started = pool_->BatchPutStart(items, two);
+  std::set<uint64_t> ids;
+  for (const auto& s : started.segments) ids.insert(s.id);
+  EXPECT_EQ(ids, (std::set<uint64_t>{a, b}));
+  ASSERT_TRUE(PutEnd("x").ok());
+  std::string_view key = "x";
+  auto got = pool_->BatchGetReplicas({&key, 1}, 0);
+  ASSERT_EQ(got.segments.size(), 2u);
+  EXPECT_EQ(got.segments[0].store_id.substr(0, 6), "store-");
+}
+
+// ---- two-phase put ----
+
+TEST_F(PoolMetadataTest, ObjectVisibleOnlyAfterPutEnd) {
+  MakePool();
+  Mount(1 << 20);
+  auto started = PutStart("k", 100);
+  ASSERT_TRUE(started.status.ok());
+  ASSERT_EQ(started.replicas.size(), 1u);
+  EXPECT_EQ(started.replicas[0].length, 100u);
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(Get("k").status.code(), StatusCode::kNotReady);
+  EXPECT_EQ(Remove("k").code(), StatusCode::kNotReady);
+  ASSERT_TRUE(PutEnd("k").ok());
+  EXPECT_TRUE(Exists("k"));
+  auto got = Get("k");
+  ASSERT_TRUE(got.status.ok());
+  EXPECT_EQ(got.length, 100u);
+  ASSERT_EQ(got.replicas.size(), 1u);
+  EXPECT_EQ(got.replicas[0].offset, started.replicas[0].offset);
+  EXPECT_EQ(PutEnd("k").code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(PoolMetadataTest, RevokeFreesSpace) {
+  MakePool();
+  Mount(1 << 20);
+  ASSERT_TRUE(PutStart("k", 1000).status.ok());
+  EXPECT_GT(Used(), 0u);
+  std::string_view key = "k";
+  EXPECT_TRUE(pool_->BatchPutRevoke({&key, 1})[0].ok());
+  EXPECT_EQ(Used(), 0u);
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(PutEnd("k").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(Put("k", 1000).ok());
+  EXPECT_EQ(pool_->BatchPutRevoke({&key, 1})[0].code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(PoolMetadataTest, SweeperReclaimsTimedOutPuts) {
+  PoolOptions options;
+  options.put_timeout_ms = 30000;
+  options.heartbeat_ttl_ms = 3600 * 1000;  // the store stays mounted through the long waits
+  MakePool(options);
+  Mount(1 << 20);
+  ASSERT_TRUE(PutStart("slow", 1000).status.ok());
+  clock_.AdvanceMs(10000);
+  ASSERT_TRUE(PutStart("fresh", 1000).status.ok());
+  clock_.AdvanceMs(19999);
+  pool_->RunMaintenance();
+  EXPECT_EQ(pool_->Stat().objects, 2u);  // not yet
+  clock_.AdvanceMs(1);
+  pool_->RunMaintenance();
+  EXPECT_EQ(pool_->Stat().objects, 1u);
+  EXPECT_EQ(PutEnd("slow").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(PutEnd("fresh").ok());
+  EXPECT_EQ(Used(), 1024u);
+}
+
+TEST_F(PoolMetadataTest, LatePutEndTimesOutEvenBeforeSweep) {
+  MakePool();
+  Mount(1 << 20);
+  ASSERT_TRUE(PutStart("k", 1000).status.ok());
+  clock_.AdvanceMs(30000);
+  EXPECT_EQ(PutEnd("k").code(), StatusCode::kTimeout);
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(Used(), 0u);
+}
+
+// ---- leases ----
+
+TEST_F(PoolMetadataTest, LeaseGrantedIsCapped) {
+  PoolOptions options;
+  options.default_lease_ms = 5000;
+  options.max_lease_ms = 60000;
+  MakePool(options);
+  Mount(1 << 20);
+  ASSERT_TRUE(Put("k").ok());
+  std::string_view key = "k";
+  EXPECT_EQ(pool_->BatchGetReplicas({&key, 1}, 0).lease_ms, 5000u);
+  EXPECT_EQ(pool_->BatchGetReplicas({&key, 1}, 1000).lease_ms, 1000u);
+  EXPECT_EQ(pool_->BatchGetReplicas({&key, 1}, 999999).lease_ms, 60000u);
+}
+
+TEST_F(PoolMetadataTest, LeaseBlocksEvictionUntilItEnds) {
+  MakePool();
+  Mount(kObject * 4);
+  ASSERT_TRUE(Put("a").ok());
+  ASSERT_TRUE(Put("b").ok());
+  ASSERT_TRUE(Get("a", 5000).status.ok());
+  pool_->EvictAtLeast(kObject * 4);
+  EXPECT_TRUE(Exists("a"));
+  EXPECT_FALSE(Exists("b"));
+  clock_.AdvanceMs(4999);
+  pool_->EvictAtLeast(kObject * 4);
+  EXPECT_TRUE(Exists("a"));
+  clock_.AdvanceMs(1);
+  pool_->EvictAtLeast(kObject * 4);
+  EXPECT_FALSE(Exists("a"));
+  EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(pool_->Stat().evicted_objects, 2u);
+}
+
+TEST_F(PoolMetadataTest, RemoveOfLeasedObjectHidesNowFreesLater) {
+  PoolOptions options;
+  options.heartbeat_ttl_ms = 3600 * 1000;
+  MakePool(options);
+  Mount(1 << 20);
+  ASSERT_TRUE(Put("k", 1000).ok());
+  ASSERT_TRUE(Get("k", 5000).status.ok());
+  ASSERT_TRUE(Remove("k").ok());
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(Get("k").status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(Used(), 1024u);  // bytes still being read
+  // The key is free for a new object at once; its space is separate.
+  ASSERT_TRUE(Put("k", 1000).ok());
+  EXPECT_EQ(Used(), 2048u);
+  clock_.AdvanceMs(4999);
+  pool_->RunMaintenance();
+  EXPECT_EQ(Used(), 2048u);
+  clock_.AdvanceMs(1);
+  pool_->RunMaintenance();
+  EXPECT_EQ(Used(), 1024u);
+  EXPECT_TRUE(Exists("k"));
+}
+
+TEST_F(PoolMetadataTest, RemoveUnleasedFreesAtOnce) {
+  MakePool();
+  Mount(1 << 20);
+  ASSERT_TRUE(Put("k", 1000).ok());
+  ASSERT_TRUE(Remove("k").ok());
+  EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(Remove("k").code(), StatusCode::kNotFound);
+}
+
+TEST_F(PoolMetadataTest, HitsAndMissesCounted) {
+  MakePool();
+  Mount(1 << 20);
+  ASSERT_TRUE(Put("k").ok());
+  Get("k");
+  Get("k");
+  Get("nope");
+  auto stats = pool_->Stat();
+  EXPECT_EQ(stats.hits, 2u);
+  EXPECT_EQ(stats.misses, 1u);
+}
+
+// ---- eviction ----
+
+TEST_F(PoolMetadataTest, EvictsLeastRecentlyUsedFirst) {
+  MakePool();
+  Mount(kObject * 8);
+  for (const char* key : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(Put(key).ok());
+    clock_.AdvanceMs(10);
+  }
+  ASSERT_TRUE(Get("a", 1).status.ok());  // a becomes most recent
+  clock_.AdvanceMs(10);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject), kObject);
+  EXPECT_FALSE(Exists("b"));
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 2), kObject * 2);
+  EXPECT_FALSE(Exists("c"));
+  EXPECT_FALSE(Exists("d"));
+  EXPECT_TRUE(Exists("a"));
+}
+
+TEST_F(PoolMetadataTest, FailedAllocationEvictsSynchronously) {
+  PoolOptions options;
+  options.evict_fraction = 0.25;
+  MakePool(options);
+  Mount(kObject * 4);
+  for (const char* key : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(Put(key).ok());
+    clock_.AdvanceMs(10);
+  }
+  ASSERT_TRUE(Put("e").ok());
+  EXPECT_FALSE(Exists("a"));
+  EXPECT_TRUE(Exists("b"));
+  EXPECT_TRUE(Exists("e"));
+  EXPECT_LE(Used(), kObject * 4);
+}
+
+TEST_F(PoolMetadataTest, FailedAllocationEvictsAtLeastWhatItNeeds) {
+  PoolOptions options;
+  options.evict_fraction = 0.01;
+  MakePool(options);
+  Mount(kObject * 4);
+  for (const char* key : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(Put(key).ok());
+    clock_.AdvanceMs(10);
+  }
+  ASSERT_TRUE(Put("big", kObject * 3).ok());
+  EXPECT_TRUE(Exists("d"));
+  EXPECT_EQ(Used(), kObject * 4);
+}
+
+TEST_F(PoolMetadataTest, NoSpaceWhenNothingIsEvictable) {
+  MakePool();
+  Mount(kObject * 4);
+  for (const char* key : {"a", "b"}) ASSERT_TRUE(Put(key).ok());
+  for (const char* key : {"a", "b"}) ASSERT_TRUE(Get(key, 10000).status.ok());
+  ASSERT_TRUE(PutStart("pending", kObject * 2).status.ok());
+  auto status = Put("c");
+  EXPECT_EQ(status.code(), StatusCode::kNoSpace) << status.ToString();
+  EXPECT_EQ(Used(), kObject * 4);
+  EXPECT_FALSE(Exists("c"));
+  EXPECT_EQ(Get("c").status.code(), StatusCode::kNotFound);  // failed put left no trace
+  clock_.AdvanceMs(10000);
+  EXPECT_TRUE(Put("c").ok());
+}
+
+TEST_F(PoolMetadataTest, WatermarkTriggersBackgroundEviction) {
+  PoolOptions options;
+  options.high_watermark = 0.9;
+  options.evict_fraction = 0.05;
+  MakePool(options);
+  Mount(kObject * 100);
+  for (int i = 0; i < 90; ++i) {
+    ASSERT_TRUE(Put("k" + std::to_string(i)).ok());
+    clock_.AdvanceMs(1);
+  }
+  pool_->RunMaintenance();
+  EXPECT_EQ(pool_->Stat().objects, 90u);  // at, not above, the watermark
+  ASSERT_TRUE(Put("k90").ok());
+  pool_->RunMaintenance();
+  EXPECT_EQ(pool_->Stat().objects, 86u);  // 5% of 100 slots
+  EXPECT_FALSE(Exists("k0"));
+  EXPECT_FALSE(Exists("k4"));
+  EXPECT_TRUE(Exists("k5"));
+}
+
+TEST_F(PoolMetadataTest, GroupsAreEvictedWhole) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions chunk;
+  chunk.group = "chunk-1";
+  ASSERT_TRUE(Put("old-single").ok());
+  clock_.AdvanceMs(10);
+  for (const char* key : {"stage-0", "stage-1", "stage-2"}) ASSERT_TRUE(Put(key, kObject, chunk).ok());
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Put("new-single").ok());
+  clock_.AdvanceMs(10);
+  // stage-1 was read recently; the group's recency is its most recent member.
+  ASSERT_TRUE(Get("stage-1", 1).status.ok());
+  clock_.AdvanceMs(10);
+
+  EXPECT_EQ(pool_->EvictAtLeast(1), kObject);
+  EXPECT_FALSE(Exists("old-single"));
+  EXPECT_EQ(pool_->EvictAtLeast(1), kObject);
+  EXPECT_FALSE(Exists("new-single"));
+  // Asking for one byte takes the whole group.
+  EXPECT_EQ(pool_->EvictAtLeast(1), kObject * 3);
+  for (const char* key : {"stage-0", "stage-1", "stage-2"}) EXPECT_FALSE(Exists(key)) << key;
+  EXPECT_EQ(pool_->Stat().groups, 0u);
+}
+
+TEST_F(PoolMetadataTest, GroupWithLeasedMemberIsSkippedWhole) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions chunk;
+  chunk.group = "g";
+  for (const char* key : {"g0", "g1", "g2"}) ASSERT_TRUE(Put(key, kObject, chunk).ok());
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Put("single").ok());
+  ASSERT_TRUE(Get("g2", 5000).status.ok());
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 16), kObject);
+  for (const char* key : {"g0", "g1", "g2"}) EXPECT_TRUE(Exists(key)) << key;
+  EXPECT_FALSE(Exists("single"));
+  clock_.AdvanceMs(5000);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 16), kObject * 3);
+}
+
+TEST_F(PoolMetadataTest, GroupWithPendingMemberIsSkippedWhole) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions chunk;
+  chunk.group = "g";
+  ASSERT_TRUE(Put("g0", kObject, chunk).ok());
+  ASSERT_TRUE(PutStart("g1", kObject, chunk).status.ok());
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 16), 0u);
+  EXPECT_TRUE(Exists("g0"));
+  ASSERT_TRUE(PutEnd("g1").ok());
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 16), kObject * 2);
+}
+
+TEST_F(PoolMetadataTest, GroupsSurviveDroppingOneMemberByRemove) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions chunk;
+  chunk.group = "g";
+  for (const char* key : {"g0", "g1"}) ASSERT_TRUE(Put(key, kObject, chunk).ok());
+  ASSERT_TRUE(Remove("g0").ok());
+  ASSERT_TRUE(Put("g0", kObject, chunk).ok());  // re-put under the same group
+  EXPECT_EQ(pool_->EvictAtLeast(1), kObject * 2);
+  EXPECT_FALSE(Exists("g0"));
+  EXPECT_FALSE(Exists("g1"));
+}
+
+TEST_F(PoolMetadataTest, PinnedObjectsGoLast) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions pinned;
+  pinned.pin_ttl_ms = 60000;
+  ASSERT_TRUE(Put("pinned-oldest", kObject, pinned).ok());
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Put("a").ok());
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Put("b").ok());
+  clock_.AdvanceMs(10);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 2), kObject * 2);
+  EXPECT_TRUE(Exists("pinned-oldest"));
+  // With no unpinned candidate left, a soft pin yields.
+  EXPECT_EQ(pool_->EvictAtLeast(kObject), kObject);
+  EXPECT_FALSE(Exists("pinned-oldest"));
+}
+
+TEST_F(PoolMetadataTest, ExpiredPinIsPlainLru) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions pinned;
+  pinned.pin_ttl_ms = 100;
+  ASSERT_TRUE(Put("was-pinned", kObject, pinned).ok());
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Put("a").ok());
+  clock_.AdvanceMs(100);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject), kObject);
+  EXPECT_FALSE(Exists("was-pinned"));
+  EXPECT_TRUE(Exists("a"));
+}
+
+// ---- segments and heartbeats ----
+
+TEST_F(PoolMetadataTest, SilentStoreLosesSegmentsAndObjects) {
+  PoolOptions options;
+  options.heartbeat_ttl_ms = 5000;
+  MakePool(options);
+  uint64_t a = Mount(1 << 20, "store-a");
+  uint64_t b = Mount(1 << 20, "store-b");
+  PutOptions two;
+  two.replicas = 2;
+  ASSERT_TRUE(Put("both", 1000, two).ok());
+  // Fill until both segments hold single-copy objects.
+  std::map<uint64_t, std::string> only_on;
+  for (int i = 0; only_on.size() < 2 && i < 100; ++i) {
+    std::string key = "one-" + std::to_string(i);
+    auto started = PutStart(key, 1000);
+    ASSERT_TRUE(started.status.ok());
+    ASSERT_TRUE(PutEnd(key).ok());
+    only_on.emplace(started.replicas[0].segment_id, key);
+  }
+  ASSERT_EQ(only_on.size(), 2u);
+
+  clock_.AdvanceMs(3000);
+  EXPECT_TRUE(pool_->Heartbeat("store-a", std::vector<uint64_t>{a}).empty());
+  clock_.AdvanceMs(2001);  // store-b silent for 5001 ms
+  pool_->RunMaintenance();
+
+  EXPECT_FALSE(Exists(only_on[b]));
+  EXPECT_TRUE(Exists(only_on[a]));
+  auto both = Get("both");
+  ASSERT_TRUE(both.status.ok());
+  ASSERT_EQ(both.replicas.size(), 1u);
+  EXPECT_EQ(both.replicas[0].segment_id, a);
+  auto stats = pool_->Stat();
+  ASSERT_EQ(stats.segments.size(), 1u);
+  EXPECT_EQ(stats.segments[0].info.id, a);
+
+  // The store comes back and learns it must remount.
+  EXPECT_EQ(pool_->Heartbeat("store-b", std::vector<uint64_t>{b}), std::vector<uint64_t>{b});
+  uint64_t b2 = Mount(1 << 20, "store-b");
+  EXPECT_NE(b2, b);  // ids are never reused
+}
+
+TEST_F(PoolMetadataTest, UnmountDropsReplicas) {
+  MakePool();
+  uint64_t a = Mount(1 << 20, "store-a");
+  ASSERT_TRUE(Put("k").ok());
+  EXPECT_TRUE(pool_->UnmountSegment(a).ok());
+  EXPECT_FALSE(Exists("k"));
+  EXPECT_EQ(pool_->Stat().objects, 0u);
+  EXPECT_EQ(pool_->UnmountSegment(a).code(), StatusCode::kNotFound);
+  EXPECT_EQ(PutStart("k2", 10).status.code(), StatusCode::kUnavailable);
+}
+
+TEST_F(PoolMetadataTest, MountValidates) {
+  MakePool();
+  SegmentInfo info;
+  info.size = 1 << 20;
+  EXPECT_EQ(pool_->MountSegment(info).status().code(), StatusCode::kInvalidArgument);
+  info.store_id = "s";
+  info.size = 10;
+  EXPECT_EQ(pool_->MountSegment(info).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvpool::master

@@ -1,0 +1,61 @@
+#include "master/pool_metrics_text.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::master {
+
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
+  auto metric = [out](std::string_view name, std::string_view type, std::string_view help,
+                      uint64_t value) {
+    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, help, type, value));
+  };
+  metric("kvpool_master_objects", "gauge", "Objects in the index (pending and complete).",
+         stats.objects);
+  metric("kvpool_master_groups", "gauge", "Named eviction groups with members.", stats.groups);
+  metric("kvpool_master_used_bytes", "gauge", "Bytes allocated across all segments.",
+         stats.used_bytes);
+  metric("kvpool_master_capacity_bytes", "gauge", "Bytes of all mounted segments.",
+         stats.capacity_bytes);
+  metric("kvpool_master_segments", "gauge", "Mounted segments.", stats.segments.size());
+  metric("kvpool_master_evicted_objects_total", "counter", "Objects evicted.",
+         stats.evicted_objects);
+  metric("kvpool_master_evicted_bytes_total", "counter", "Bytes (all copies) evicted.",
+         stats.evicted_bytes);
+  metric("kvpool_master_hits_total", "counter", "BatchGetReplicas keys found complete.",
+         stats.hits);
+  metric("kvpool_master_misses_total", "counter", "BatchGetReplicas keys absent or pending.",
+         stats.misses);
+
+  auto per_segment = [&](std::string_view name, std::string_view help, auto value_of) {
+    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));
+    for (const auto& s : stats.segments) {
+      out->append(fmt::format("{}{{segment=\"{}\",store=\"{}\"}} {}\n", name, s.info.id,
+                              EscapeLabelValue(s.info.store_id), value_of(s)));
+    }
+  };
+  per_segment("kvpool_master_segment_used_bytes", "Bytes allocated in the segment.",
+              [](const SegmentStats& s) { return s.used_bytes; });
+  per_segment("kvpool_master_segment_capacity_bytes", "Size of the segment.",
+              [](const SegmentStats& s) { return s.info.size; });
+  per_segment("kvpool_master_segment_objects", "Object copies stored in the segment.",
+              [](const SegmentStats& s) { return s.objects; });
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,17 @@
+// Prometheus text exposition of the pool's state (objects, bytes, evictions, hits).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "master/pool_metadata.h"
+
+namespace kvpool::master {
+
+// Escapes a label value per the Prometheus text format (backslash, quote, newline).
+std::string EscapeLabelValue(std::string_view value);
+
+// Appends gauges and counters describing `stats`.
+void AppendPoolMetrics(const PoolStats& stats, std::string* out);
+
+}  // namespace kvpool::master

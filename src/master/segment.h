@@ -1,0 +1,65 @@
+// Segment: one storage service's contribution of memory, as the master sees it — an
+// endpoint record plus an OffsetAllocator deciding where objects go inside it.
+//
+// Thread-safe: the allocator sits behind the segment's own mutex, so allocations on
+// different segments never contend. Counters are also mirrored in atomics so placement can
+// compare segments without taking their locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "master/offset_allocator.h"
+
+namespace kvpool::master {
+
+// How clients reach a segment's bytes (mirrors proto::SegmentEndpoint).
+struct SegmentInfo {
+  uint64_t id = 0;  // assigned by the master, never reused
+  std::string store_id;
+  std::string host_id;
+  std::string tcp_address;
+  std::string shm_socket;
+  uint64_t size = 0;
+};
+
+class Segment {
+ public:
+  Segment(SegmentInfo info, uint64_t alignment);
+
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  const SegmentInfo& info() const { return info_; }
+  uint64_t id() const { return info_.id; }
+
+  std::optional<OffsetAllocator::Allocation> Allocate(uint64_t size);
+  // REQUIRES: `handle` is a live allocation of this segment.
+  void Free(OffsetAllocator::Handle handle);
+
+  // Lock-free reads; may lag a concurrent Allocate/Free by a moment.
+  uint64_t capacity() const { return capacity_; }
+  uint64_t used_bytes() const { return used_bytes_.load(std::memory_order_relaxed); }
+  uint64_t free_bytes() const { return capacity_ - used_bytes(); }
+  uint64_t allocation_count() const { return allocations_.load(std::memory_order_relaxed); }
+  uint64_t largest_free_block() const;
+
+  // A dead segment was unmounted: nothing new may be placed on it or attached to an object.
+  // Frees into it stay harmless (the allocator lives as long as any replica refers to it).
+  bool alive() const { return alive_.load(std::memory_order_acquire); }
+  void MarkDead() { alive_.store(false, std::memory_order_release); }
+
+ private:
+  const SegmentInfo info_;
+  mutable std::mutex mu_;
+  OffsetAllocator allocator_;  // guarded by mu_
+  const uint64_t capacity_;
+  std::atomic<uint64_t> used_bytes_{0};
+  std::atomic<uint64_t> allocations_{0};
+  std::atomic<bool> alive_{true};
+};
+
+}  // namespace kvpool::master
