@@ -1,0 +1,73 @@
+#include "trace/mooncake_loader.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "trace/json_fields.h"
+
+namespace kvpool::trace {
+namespace {
+
+using json_fields::Invalid;
+
+Result<Request> ParseMooncakeRequest(std::string_view line, const std::string& where) {
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(json_fields::Json doc, json_fields::ParseLine(line, where));
+  if (!doc.is_object())
+    return Invalid(where, fmt::format("a request must be a JSON object, got {}", json_fields::Show(doc)));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(int64_t timestamp_ms, json_fields::NonNegativeInt(doc, "timestamp", where));
+  Request r;
+  r.start_time_s = static_cast<double>(timestamp_ms) / 1000.0;
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.input_tokens, json_fields::NonNegativeInt(doc, "input_length", where));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.output_tokens, json_fields::NonNegativeInt(doc, "output_length", where));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, json_fields::IdList(doc, "hash_ids", where));
+  const int64_t blocks = (r.input_tokens + kMooncakeBlockSize - 1) / kMooncakeBlockSize;
+  if (static_cast<int64_t>(ids.size()) != blocks)
+    return Invalid(where, fmt::format("'hash_ids' has {} ids but 'input_length' ({}) needs ceil({} / {}) = {}",
+                                      ids.size(), r.input_tokens, r.input_tokens, kMooncakeBlockSize, blocks));
+  r.hash_ids = BlockIds(std::move(ids));
+  return r;
+}
+
+}  // namespace
+
+Result<Corpus> ParseMooncake(std::istream& in, std::string_view source, const LoadOptions& options) {
+  Corpus corpus;
+  corpus.format = TraceFormat::kMooncake;
+  Trace trace;
+  trace.id = std::string(source);
+  trace.block_size = kMooncakeBlockSize;
+  trace.hash_id_scope = "global";
+  double last_start_s = 0;
+  std::string line;
+  for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{}:{}", source, line_number);
+    KVPOOL_TRACE_ASSIGN_OR_RETURN(Request r, ParseMooncakeRequest(line, where));
+    if (r.start_time_s < last_start_s)
+      return Invalid(where, fmt::format("'timestamp' ({}) is earlier than the previous request's ({}); requests "
+                                        "must be in time order",
+                                        r.start_time_s * 1000, last_start_s * 1000));
+    last_start_s = r.start_time_s;
+    if (options.max_context_tokens > 0 && r.input_tokens + r.output_tokens > options.max_context_tokens) {
+      ++corpus.skipped_over_max_context;
+      continue;
+    }
+    trace.requests.push_back(std::move(r));
+  }
+  if (in.bad()) return Unavailable(fmt::format("{}: read failed: {}", source, std::strerror(errno)));
+  if (trace.requests.empty() && corpus.skipped_over_max_context == 0)
+    return InvalidArgument(fmt::format("{}: no requests", source));
+  corpus.traces.push_back(std::move(trace));
+  return corpus;
+}
+
+Result<Corpus> LoadMooncakeFile(const std::string& path, const LoadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  return ParseMooncake(in, path, options);
+}
+
+}  // namespace kvpool::trace
