@@ -1,0 +1,69 @@
+// MountClient: the storage service's side of the master's MountSegment, Heartbeat and
+// UnmountSegment calls. Adds what every call needs (a deadline, a Status a person can act on)
+// and a way to cut short calls that a stopping service no longer wants answered.
+//
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/master.grpc.pb.h"
+
+namespace kvpool::store {
+
+// What the master said when it accepted a segment.
+struct MountGrant {
+  uint64_t segment_id = 0;
+  std::chrono::milliseconds heartbeat_ttl{0};  // silent longer than this => dropped
+  std::chrono::milliseconds max_lease{0};      // longest read lease the master hands out
+};
+
+class MountClient {
+ public:
+  // Connects lazily; nothing is sent until the first call.
+  MountClient(std::string master_address, std::chrono::milliseconds rpc_timeout);
+  MountClient(const MountClient&) = delete;
+  MountClient& operator=(const MountClient&) = delete;
+
+  const std::string& master_address() const { return address_; }
+
+  // Asks the master to take the segment (endpoint.segment_id is ignored; the master assigns).
+  // Waits up to rpc_timeout for the master to become reachable: a store started alongside its
+  // master should not fail because it won the race. An unreachable master is UNAVAILABLE.
+  Result<MountGrant> Mount(const proto::SegmentEndpoint& endpoint);
+
+  // Reports the store alive. Returns the ids among `segment_ids` the master does not know
+  // (it dropped them); an error when the master could not be reached.
+  Result<std::vector<uint64_t>> Heartbeat(const std::string& store_id,
+                                          const std::vector<uint64_t>& segment_ids);
+
+  // Tells the master the segment is going away. Fails fast if the master is unreachable.
+  Status Unmount(uint64_t segment_id);
+
+  // Cancels in-flight Mount/Heartbeat calls and makes later ones fail at once, so that a
+  // stopping service does not wait out their deadlines. Unmount is not affected: Stop() sends
+  // it after interrupting everything else.
+  void Interrupt();
+
+ private:
+  // Registers `context` as interruptible; false if Interrupt() already ran.
+  bool Enter(grpc::ClientContext* context);
+  void Leave(grpc::ClientContext* context);
+
+  const std::string address_;
+  const std::chrono::milliseconds rpc_timeout_;
+  std::unique_ptr<proto::Master::Stub> stub_;
+
+  std::mutex mu_;
+  bool interrupted_ = false;                 // guarded by mu_
+  std::set<grpc::ClientContext*> in_flight_;  // guarded by mu_
+};
+
+}  // namespace kvpool::store

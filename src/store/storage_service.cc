@@ -1,0 +1,259 @@
+#include "store/storage_service.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/byte_size.h"
+#include "transfer/transfer_engine.h"
+
+namespace kvpool::store {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+std::string RandomStoreId() {
+  std::random_device rd;
+  std::uniform_int_distribution<uint64_t> dist;
+  return fmt::format("store-{:012x}", dist(rd) & 0xffff'ffff'ffffull);
+}
+
+// The store id becomes part of a file name: keep it to characters that cannot escape the folder.
+bool ValidStoreId(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && id != "." && id != ".." &&
+         std::all_of(id.begin(), id.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+// Splits "host:port", "[v6]:port" or ":port". False when there is no port.
+bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
+  if (!address.empty() && address[0] == '[') {
+    auto close = address.find(']');
+    if (close == std::string::npos || close + 1 >= address.size() || address[close + 1] != ':') {
+      return false;
+    }
+    *host = address.substr(1, close - 1);
+    *port = address.substr(close + 2);
+  } else {
+    auto colon = address.rfind(':');
+    if (colon == std::string::npos) return false;
+    *host = address.substr(0, colon);
+    *port = address.substr(colon + 1);
+  }
+  return !port->empty();
+}
+
+// What clients dial: the advertised host (or the listen host, or loopback for a wildcard) and
+// the port the server actually bound.
+std::string AdvertisedAddress(const std::string& advertise_host, const std::string& listen,
+                              const std::string& bound) {
+  std::string listen_host, bound_host, port, ignored;
+  SplitHostPort(listen, &listen_host, &ignored);
+  SplitHostPort(bound, &bound_host, &port);
+  std::string host = advertise_host.empty() ? listen_host : advertise_host;
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  if (host.front() == '[') return fmt::format("{}:{}", host, port);  // already bracketed
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+Status ValidateOptions(const StorageOptions& o) {
+  if (o.master_address.empty()) return InvalidArgument("storage service needs a master address");
+  if (o.memory_bytes == 0) return InvalidArgument("storage service needs memory_bytes > 0");
+  if (o.heartbeat_interval.count() <= 0) {
+    return InvalidArgument("heartbeat_interval must be > 0");
+  }
+  if (o.rpc_timeout.count() <= 0) return InvalidArgument("rpc_timeout must be > 0");
+  if (o.io_threads <= 0) return InvalidArgument("io_threads must be > 0");
+  if (o.shm_socket_dir.empty()) return InvalidArgument("shm_socket_dir must not be empty");
+  if (!o.store_id.empty() && !ValidStoreId(o.store_id)) {
+    return InvalidArgument(fmt::format(
+        "store id '{}' must be 1-64 letters, digits, '-', '_' or '.'", o.store_id));
+  }
+  std::string host, port;
+  if (!SplitHostPort(o.tcp_listen, &host, &port)) {
+    return InvalidArgument(fmt::format("tcp_listen '{}' is not host:port", o.tcp_listen));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StorageService::StorageService(const StorageOptions& options, std::string store_id)
+    : options_(options), store_id_(std::move(store_id)) {}
+
+Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptions& options) {
+  KVPOOL_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<StorageService> service(
+      new StorageService(options, options.store_id.empty() ? RandomStoreId() : options.store_id));
+  // From here on an early return destroys `service`, whose Stop() undoes whatever ran.
+
+  SegmentMemoryOptions memory_options;
+  memory_options.size_bytes = options.memory_bytes;
+  memory_options.use_huge_pages = options.use_huge_pages;
+  memory_options.lock_memory = options.lock_memory;
+  memory_options.name = "kvpool-" + service->store_id_;
+  auto memory = SegmentMemory::Allocate(memory_options);
+  if (!memory.ok()) {
+    return Status(memory.status().code(),
+                  fmt::format("cannot allocate the {} segment: {}",
+                              FormatByteSize(options.memory_bytes), memory.status().message()));
+  }
+  service->memory_ = std::move(memory).value();
+  spdlog::info("store {}: segment {}", service->store_id_, service->memory_->Describe());
+
+  transfer::SegmentServerOptions server_options;
+  server_options.tcp_listen = options.tcp_listen;
+  server_options.shm_socket_path =
+      fmt::format("{}/kvpool-{}.sock", options.shm_socket_dir, service->store_id_);
+  server_options.io_threads = options.io_threads;
+  auto server = transfer::SegmentServer::Start(server_options);
+  if (!server.ok()) {
+    return Status(server.status().code(), fmt::format("cannot start the segment server: {}",
+                                                      server.status().message()));
+  }
+  service->server_ = std::move(server).value();
+  service->shm_socket_path_ = service->server_->shm_socket_path();
+  service->tcp_address_ = AdvertisedAddress(options.advertise_host, options.tcp_listen,
+                                            service->server_->tcp_address());
+
+  proto::SegmentEndpoint& endpoint = service->endpoint_;
+  endpoint.set_store_id(service->store_id_);
+  endpoint.set_host_id(transfer::LocalHostId());
+  endpoint.set_tcp_address(service->tcp_address_);
+  endpoint.set_shm_socket(service->shm_socket_path_);
+  endpoint.set_size(service->memory_->size());
+
+  service->master_ = std::make_unique<MountClient>(options.master_address, options.rpc_timeout);
+  KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
+  service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
+  return service;
+}
+
+StorageService::~StorageService() { Stop(); }
+
+Status StorageService::MountAndServe() {
+  auto grant = master_->Mount(endpoint_);
+  if (!grant.ok()) return grant.status();
+  server_->Serve(transfer::ServedSegment{grant->segment_id, memory_->base(), memory_->size(),
+                                         memory_->fd()});
+  segment_id_ = grant->segment_id;
+  {
+    std::lock_guard lock(mu_);
+    max_lease_ = grant->max_lease;
+  }
+  spdlog::info("store {}: segment {} mounted on master {} (tcp {}, shm {}; heartbeat ttl {} ms, "
+               "max lease {} ms)",
+               store_id_, grant->segment_id, master_->master_address(), tcp_address_,
+               shm_socket_path_, grant->heartbeat_ttl.count(), grant->max_lease.count());
+  if (grant->heartbeat_ttl.count() > 0 && options_.heartbeat_interval * 2 > grant->heartbeat_ttl) {
+    spdlog::warn("store {}: heartbeat interval {} ms is more than half the master's ttl {} ms; "
+                 "one late beat may get the segment dropped",
+                 store_id_, options_.heartbeat_interval.count(), grant->heartbeat_ttl.count());
+  }
+  return Status::Ok();
+}
+
+void StorageService::HeartbeatLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    auto wake = steady_clock::now() + options_.heartbeat_interval;
+    // Dropped: the next step is the remount, due once every lease on the old id has expired.
+    if (segment_id_ == 0) wake = remount_not_before_;
+    wake_.wait_until(lock, wake, [this] { return stopping_; });
+    if (stopping_) break;
+    const uint64_t id = segment_id_;
+    lock.unlock();
+    if (id != 0) {
+      Beat(id);
+    } else if (Status mounted = MountAndServe(); mounted.ok()) {
+      ++remounts_;
+      NoteMasterReachable(true, mounted);
+    } else {
+      NoteMasterReachable(false, mounted);
+      std::lock_guard retry_lock(mu_);
+      remount_not_before_ = steady_clock::now() + options_.heartbeat_interval;
+    }
+    lock.lock();
+  }
+}
+
+void StorageService::Beat(uint64_t id) {
+  auto unknown = master_->Heartbeat(store_id_, {id});
+  if (!unknown.ok()) {
+    NoteMasterReachable(false, unknown.status());
+    return;
+  }
+  NoteMasterReachable(true, Status::Ok());
+  if (std::find(unknown->begin(), unknown->end(), id) == unknown->end()) return;
+
+  // The master dropped us: its metadata for `id` is gone. Refuse tcp requests for it now;
+  // same-host clients read through their own mapping, so wait out every lease before the
+  // memory may be handed out again under a new id (invariant 3).
+  server_->Withdraw(id);
+  segment_id_ = 0;
+  std::lock_guard lock(mu_);
+  remount_not_before_ = steady_clock::now() + max_lease_;
+  spdlog::warn("store {}: master {} dropped segment {}; withdrawn, remounting in {} ms once "
+               "every lease on it has expired",
+               store_id_, master_->master_address(), id, max_lease_.count());
+}
+
+void StorageService::NoteMasterReachable(bool reachable, const Status& why) {
+  if (reachable == master_reachable_) return;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;  // calls cut short by Stop() say nothing about the master
+  }
+  master_reachable_ = reachable;
+  if (reachable) {
+    spdlog::info("store {}: master {} answers again", store_id_, master_->master_address());
+  } else {
+    spdlog::warn("store {}: master {} not answering ({}); retrying every {} ms", store_id_,
+                 master_->master_address(), why.ToString(), options_.heartbeat_interval.count());
+  }
+}
+
+void StorageService::Stop() {
+  std::lock_guard stop_lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (master_) master_->Interrupt();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+
+  // Unmount first so the master stops placing objects here, then stop serving.
+  const uint64_t id = segment_id_.exchange(0);
+  if (id != 0) {
+    Status unmounted = master_->Unmount(id);
+    if (unmounted.ok()) {
+      spdlog::info("store {}: segment {} unmounted", store_id_, id);
+    } else {
+      spdlog::warn("store {}: could not unmount segment {} ({}); the master drops it when its "
+                   "heartbeat ttl runs out",
+                   store_id_, id, unmounted.ToString());
+    }
+    server_->Withdraw(id);
+  }
+  if (server_) server_->Stop();
+  if (!shm_socket_path_.empty() && ::unlink(shm_socket_path_.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("store {}: cannot remove {}: {}", store_id_, shm_socket_path_,
+                 std::strerror(errno));
+  }
+}
+
+}  // namespace kvpool::store

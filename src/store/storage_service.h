@@ -1,0 +1,115 @@
+// StorageService: one process's contribution to the pool. It owns a pre-faulted memory
+// segment, serves its bytes through a transfer::SegmentServer (tcp for other hosts, a unix
+// socket handing out the memfd for this host), and keeps the segment mounted on the master.
+//
+// Lifecycle of the segment id (architecture.md, invariant 3):
+//   Start     MountSegment -> id A; serve A; heartbeat every heartbeat_interval.
+//   dropped   a heartbeat reply lists A as unknown (the master missed our beats, or restarted):
+//             withdraw A at once (tcp requests for A now fail STALE), then wait max_lease_ms
+//             before remounting. Same-host clients copy through their own mapping of the memfd
+//             and cannot be refused, so only waiting out every lease the master granted on A
+//             guarantees nobody still reads A's bytes when the master places new objects there.
+//   remount   MountSegment -> id B; serve B. Repeated every interval until the master answers.
+//   Stop      UnmountSegment (best-effort, bounded by rpc_timeout), stop serving.
+// A master that stops answering is retried on every beat; the log gets one line when it
+// becomes unreachable and one when it is back, not one per beat.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "store/mount_client.h"
+#include "store/segment_memory.h"
+#include "transfer/segment_server.h"
+
+namespace kvpool::store {
+
+struct StorageOptions {
+  std::string master_address;  // "host:port" of the master's gRPC service
+  uint64_t memory_bytes = 0;   // segment size. REQUIRES: > 0
+  std::string tcp_listen = "0.0.0.0:0";
+  // Host that clients use to reach tcp_listen. "" => the listen host, or 127.0.0.1 if that
+  // is a wildcard (0.0.0.0 / ::), which only suits single-host pools.
+  std::string advertise_host;
+  std::string shm_socket_dir = "/tmp";  // the unix socket is <dir>/kvpool-<store_id>.sock
+  std::string store_id;                 // "" => random; letters, digits, '-', '_', '.'
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds rpc_timeout{3000};
+  bool use_huge_pages = true;
+  bool lock_memory = false;  // mlock the segment, best-effort
+  int io_threads = 2;        // the SegmentServer's tcp threads
+};
+
+class StorageService {
+ public:
+  // Allocates and pre-faults the segment, starts serving, mounts it on the master.
+  // Errors: INVALID_ARGUMENT for bad options; NO_SPACE when the memory cannot be had;
+  // UNAVAILABLE when the master does not answer within rpc_timeout; the master's own code
+  // when it refuses the segment. Nothing is left running or on disk after an error.
+  static Result<std::unique_ptr<StorageService>> Start(const StorageOptions& options);
+
+  // Calls Stop().
+  ~StorageService();
+  StorageService(const StorageService&) = delete;
+  StorageService& operator=(const StorageService&) = delete;
+
+  // The id the master currently knows the segment by; 0 while dropped and not yet remounted,
+  // and after Stop().
+  uint64_t segment_id() const { return segment_id_.load(); }
+  // "host:port" clients use for tcp (the advertised host and the port actually bound).
+  std::string tcp_address() const { return tcp_address_; }
+  std::string shm_socket_path() const { return shm_socket_path_; }
+  const std::string& store_id() const { return store_id_; }
+  const SegmentMemory& memory() const { return *memory_; }
+  // How many times the segment was remounted after the master dropped it.
+  uint64_t remounts() const { return remounts_.load(); }
+
+  // Unmounts on the master (best-effort, bounded by rpc_timeout), stops serving and removes
+  // the unix socket. Idempotent and thread-safe; returns once everything has stopped.
+  void Stop();
+
+ private:
+  StorageService(const StorageOptions& options, std::string store_id);
+
+  // Mounts the segment and serves it under the id the master gives.
+  Status MountAndServe();
+  void HeartbeatLoop();
+  // One beat; starts the drop handling when the master no longer knows our segment.
+  void Beat(uint64_t id);
+  void NoteMasterReachable(bool reachable, const Status& why);
+
+  const StorageOptions options_;
+  const std::string store_id_;
+  std::string shm_socket_path_;
+  std::string tcp_address_;
+  proto::SegmentEndpoint endpoint_;  // what we mount; segment_id left 0
+
+  // Declared before server_: the server must stop using the memory before it is unmapped.
+  std::unique_ptr<SegmentMemory> memory_;
+  std::unique_ptr<transfer::SegmentServer> server_;
+  std::unique_ptr<MountClient> master_;
+
+  std::atomic<uint64_t> segment_id_{0};
+  std::atomic<uint64_t> remounts_{0};
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // guarded by mu_
+  // Earliest time a dropped segment may be remounted (invariant 3); guarded by mu_.
+  std::chrono::steady_clock::time_point remount_not_before_;
+  std::chrono::milliseconds max_lease_{0};  // from the latest mount; guarded by mu_
+  bool master_reachable_ = true;            // for logging state changes; heartbeat thread only
+
+  std::mutex stop_mu_;  // serialises Stop(); held for its whole run
+  bool stopped_ = false;  // guarded by stop_mu_
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace kvpool::store
