@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds kvpool and runs every test: a release build, then an ASan+UBSan build of everything
+# and a TSan build of the concurrent components. Usage: scripts/test.sh [--quick] (release only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+configure() {  # configure DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 "$@" >/dev/null
+}
+run_suite() {  # run_suite DIR [ctest args...]
+  local dir=$1; shift
+  echo "== building $dir"
+  ninja -C "$dir" -j "$JOBS" >/dev/null
+  echo "== testing $dir"
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" "$@")
+}
+
+configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite build
+[ "${1:-}" = "--quick" ] && exit 0
+
+configure build-asan -DCMAKE_BUILD_TYPE=Debug -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan
+
+configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
+TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit

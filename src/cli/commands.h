@@ -1,0 +1,19 @@
+// Subcommands of the `kvpool` binary. Each Add*Command registers one subcommand (its flags and
+// its action) on the app; main.cc wires them together. Actions return a process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvpool::cli {
+
+void AddMasterCommand(CLI::App& app);   // kvpool master
+void AddStoreCommand(CLI::App& app);    // kvpool store
+void AddServeCommand(CLI::App& app);    // kvpool serve (master + one store in one process)
+void AddObjectCommands(CLI::App& app);  // kvpool put / get / exists / rm / stat
+void AddBenchCommand(CLI::App& app);    // kvpool bench
+void AddTraceCommand(CLI::App& app);    // kvpool trace synth / stats
+
+// Set by the chosen subcommand's callback; main returns it.
+int& ExitCode();
+
+}  // namespace kvpool::cli

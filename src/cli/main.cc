@@ -1,0 +1,27 @@
+// kvpool: one binary for every role (master, store, all-in-one serve) and for users
+// (put/get/stat/bench). `kvpool --help` and `kvpool SUBCOMMAND --help` document the flags.
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/shutdown_signal.h"
+
+int main(int argc, char** argv) {
+  // Before any thread starts, so every thread inherits the blocked mask and only
+  // WaitForShutdownSignal() sees SIGINT/SIGTERM.
+  kvpool::cli::BlockShutdownSignals();
+  CLI::App app{"kvpool: a shared KV-cache pool for LLM serving"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kvpool 0.1.0");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
+  kvpool::cli::AddMasterCommand(app);
+  kvpool::cli::AddStoreCommand(app);
+  kvpool::cli::AddServeCommand(app);
+  kvpool::cli::AddObjectCommands(app);
+  kvpool::cli::AddBenchCommand(app);
+  kvpool::cli::AddTraceCommand(app);
+  CLI11_PARSE(app, argc, argv);
+  return kvpool::cli::ExitCode();
+}

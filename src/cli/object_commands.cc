@@ -1,0 +1,177 @@
+// kvpool put / get / exists / rm / stat: one object at a time from the shell.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "client/client.h"
+
+namespace kvpool::cli {
+namespace {
+
+struct CommonOptions {
+  std::string master;
+  int timeout_ms = 5000;
+};
+
+CommonOptions& Common() {
+  static CommonOptions options{[] {
+    const char* env = std::getenv("KVPOOL_MASTER");
+    return std::string(env && *env ? env : "127.0.0.1:50051");
+  }()};
+  return options;
+}
+
+void AddCommonOptions(CLI::App* cmd) {
+  cmd->add_option("--master", Common().master, "master HOST:PORT (env KVPOOL_MASTER)")->check(HostPort())->capture_default_str();
+  cmd->add_option("--timeout-ms", Common().timeout_ms, "give up after this long")->check(CLI::Range(1, 3'600'000))
+      ->capture_default_str();
+}
+
+// Connects or prints why not (and sets the exit code).
+std::unique_ptr<client::Client> ConnectOrReport() {
+  client::ClientOptions options;
+  options.master_address = Common().master;
+  options.rpc_timeout = std::chrono::milliseconds(Common().timeout_ms);
+  options.transfer_timeout = std::chrono::milliseconds(Common().timeout_ms);
+  auto c = client::Client::Connect(options);
+  if (!c.ok()) {
+    fmt::print(stderr, "kvpool: {}\n", c.status().ToString());
+    ExitCode() = 2;
+    return nullptr;
+  }
+  return std::move(c.value());
+}
+
+int Fail(const Status& s) {
+  fmt::print(stderr, "kvpool: {}\n", s.ToString());
+  return s.code() == StatusCode::kNotFound ? 1 : 2;
+}
+
+Result<std::string> ReadInput(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open '" + path + "' for reading");
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  if (in.bad()) return Internal("error reading '" + path + "'");
+  return data;
+}
+
+Status WriteOutput(const std::string& path, const std::string& data) {
+  if (path == "-") {
+    std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
+    std::cout.flush();
+    return std::cout ? Status::Ok() : Internal("error writing to stdout");
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot open '" + path + "' for writing");
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  return out ? Status::Ok() : Internal("error writing '" + path + "'");
+}
+
+}  // namespace
+
+void AddObjectCommands(CLI::App& app) {
+  static std::string key, path, group;
+  static int64_t pin_ttl_ms = 0;
+  static uint32_t replicas = 1;
+  static bool json = false;
+
+  auto* put = app.add_subcommand("put", "Store FILE (or - for stdin) under KEY");
+  put->add_option("KEY", key, "object key")->required();
+  put->add_option("FILE", path, "file to read, - for stdin")->required();
+  put->add_option("--group", group, "evict together with other objects of this group");
+  put->add_option("--pin-ttl-ms", pin_ttl_ms, "soft-pin for this long")->check(CLI::NonNegativeNumber);
+  put->add_option("--replicas", replicas, "copies on distinct segments")->check(CLI::Range(1, 16))->capture_default_str();
+  AddCommonOptions(put);
+  put->callback([] {
+    auto data = ReadInput(path);
+    if (!data.ok()) return void(ExitCode() = Fail(data.status()));
+    auto c = ConnectOrReport();
+    if (!c) return;
+    client::PutOptions options{replicas, group, std::chrono::milliseconds(pin_ttl_ms)};
+    Status s = c->Put(key, std::as_bytes(std::span(data->data(), data->size())), options);
+    if (!s.ok()) return void(ExitCode() = Fail(s));
+    fmt::print(stderr, "stored '{}' ({})\n", key, FormatByteSize(data->size()));
+  });
+
+  auto* get = app.add_subcommand("get", "Write KEY's value to FILE (or - for stdout)");
+  get->add_option("KEY", key, "object key")->required();
+  get->add_option("FILE", path, "file to write, - for stdout")->required();
+  AddCommonOptions(get);
+  get->callback([] {
+    auto c = ConnectOrReport();
+    if (!c) return;
+    auto value = c->Get(key);
+    if (!value.ok()) return void(ExitCode() = Fail(value.status()));
+    Status s = WriteOutput(path, *value);
+    if (!s.ok()) return void(ExitCode() = Fail(s));
+  });
+
+  auto* exists = app.add_subcommand("exists", "Exit 0 if KEY is in the pool, 1 if not");
+  exists->add_option("KEY", key, "object key")->required();
+  AddCommonOptions(exists);
+  exists->callback([] {
+    auto c = ConnectOrReport();
+    if (!c) return;
+    auto r = c->Exists(key);
+    if (!r.ok()) return void(ExitCode() = Fail(r.status()));
+    fmt::print("{}\n", *r ? "yes" : "no");
+    ExitCode() = *r ? 0 : 1;
+  });
+
+  auto* rm = app.add_subcommand("rm", "Remove KEY from the pool");
+  rm->add_option("KEY", key, "object key")->required();
+  AddCommonOptions(rm);
+  rm->callback([] {
+    auto c = ConnectOrReport();
+    if (!c) return;
+    Status s = c->Remove(key);
+    if (!s.ok()) ExitCode() = Fail(s);
+  });
+
+  auto* stat = app.add_subcommand("stat", "Show pool usage per segment");
+  stat->add_flag("--json", json, "machine-readable output");
+  AddCommonOptions(stat);
+  stat->callback([] {
+    auto c = ConnectOrReport();
+    if (!c) return;
+    auto s = c->Stat();
+    if (!s.ok()) return void(ExitCode() = Fail(s.status()));
+    if (json) {
+      nlohmann::json j = {{"objects", s->objects},         {"used_bytes", s->used_bytes},
+                          {"capacity_bytes", s->capacity_bytes}, {"evicted_objects", s->evicted_objects},
+                          {"evicted_bytes", s->evicted_bytes}, {"hits", s->hits},
+                          {"misses", s->misses},           {"segments", nlohmann::json::array()}};
+      for (const auto& seg : s->segments) {
+        j["segments"].push_back({{"id", seg.id}, {"store_id", seg.store_id}, {"host_id", seg.host_id},
+                                 {"tcp_address", seg.tcp_address}, {"size", seg.size},
+                                 {"used_bytes", seg.used_bytes}, {"objects", seg.objects}});
+      }
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    fmt::print("pool: {} objects, {} of {} used, {} evicted ({}), hits {} misses {}\n", s->objects,
+               FormatByteSize(s->used_bytes), FormatByteSize(s->capacity_bytes), s->evicted_objects,
+               FormatByteSize(s->evicted_bytes), s->hits, s->misses);
+    for (const auto& seg : s->segments) {
+      fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {}\n", seg.id,
+                 FormatByteSize(seg.used_bytes), FormatByteSize(seg.size), seg.objects, seg.store_id, seg.tcp_address);
+    }
+  });
+}
+
+int& ExitCode() {
+  static int code = 0;
+  return code;
+}
+
+}  // namespace kvpool::cli

@@ -1,0 +1,13 @@
+// Orderly shutdown on SIGINT/SIGTERM for the long-running roles (master, store, serve).
+#pragma once
+
+namespace kvpool::cli {
+
+// Blocks SIGINT and SIGTERM in the calling thread (and threads it starts later).
+// REQUIRES: called in main before any thread is created.
+void BlockShutdownSignals();
+
+// Waits until SIGINT or SIGTERM arrives; returns its number.
+int WaitForShutdownSignal();
+
+}  // namespace kvpool::cli

@@ -1,0 +1,45 @@
+// kvpool store: contributes a memory segment to the pool and serves its bytes.
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/shutdown_signal.h"
+#include "store/storage_service.h"
+
+namespace kvpool::cli {
+
+void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
+  cmd->add_option("--listen", o.tcp_listen, "transfer (tcp) address to listen on")->check(HostPort())->capture_default_str();
+  cmd->add_option("--advertise-host", o.advertise_host, "host clients on other machines use to reach this store");
+  cmd->add_option("--shm-dir", o.shm_socket_dir, "folder for the same-host (shm) unix socket")->capture_default_str();
+  cmd->add_flag("!--no-huge-pages", o.use_huge_pages, "back the segment with 4K pages only");
+  cmd->add_option_function<int64_t>(
+         "--heartbeat-interval-ms", [&o](int64_t ms) { o.heartbeat_interval = std::chrono::milliseconds(ms); },
+         "how often to tell the master this store is alive (default 1000)")
+      ->check(CLI::Range(10, 600'000));
+  cmd->add_option("--io-threads", o.io_threads, "tcp transfer threads")->check(CLI::Range(1, 64))->capture_default_str();
+}
+
+void AddStoreCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("store", "Contribute memory to the pool (a storage service)");
+  static store::StorageOptions options;
+  options.memory_bytes = uint64_t{1} << 30;
+  cmd->add_option("--master", options.master_address, "master HOST:PORT")->required()->check(HostPort());
+  AddByteSizeOption(cmd, "--memory", options.memory_bytes, "segment size");
+  AddStoreOptions(cmd, options);
+  cmd->callback([] {
+    auto service = store::StorageService::Start(options);
+    if (!service.ok()) {
+      spdlog::error("cannot start the storage service: {}", service.status().ToString());
+      ExitCode() = 1;
+      return;
+    }
+    spdlog::info("kvpool store: {} segment {} served on {}", FormatByteSize(options.memory_bytes),
+                 (*service)->segment_id(), (*service)->tcp_address());
+    const int sig = WaitForShutdownSignal();
+    spdlog::info("signal {}: unmounting and shutting down", sig);
+    (*service)->Stop();
+  });
+}
+
+}  // namespace kvpool::cli

@@ -1,0 +1,134 @@
+// kvpool client library: put, get, exists and remove objects in the pool.
+//
+// A Client talks to the master for *where* (one batched gRPC round trip per call) and to
+// storage services through the transfer engine for the bytes (shm on the same host, tcp
+// otherwise). Every call has a deadline; a store that dies mid-read becomes an error for the
+// keys it held, never a hang. Thread-safe: one Client may be shared by many threads.
+//
+// Zero copy: Put/BatchPut write straight from the caller's memory and GetInto/BatchGetInto
+// read straight into it. Buffers used repeatedly should be registered (RegisterBuffer) so
+// transports that need registration (RDMA, CUDA) can use them; shm and tcp accept any memory.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "transfer/transfer_engine.h"
+
+namespace kvpool::client {
+
+struct ClientOptions {
+  std::string master_address = "127.0.0.1:50051";
+  std::chrono::milliseconds rpc_timeout{5000};        // each master call
+  std::chrono::milliseconds transfer_timeout{30000};  // moving one batch's bytes (also bounded by lease / put timeout)
+  uint32_t replicas = 1;                              // default copies per object
+  std::chrono::milliseconds lease{0};                 // read lease to ask for; 0 => the master's default
+  transfer::TransferOptions transfer;
+};
+
+struct PutOptions {
+  uint32_t replicas = 0;               // 0 => ClientOptions::replicas
+  std::string group;                   // objects of one group are evicted together
+  std::chrono::milliseconds pin_ttl{0};  // > 0: soft pin, evicted after unpinned objects until it expires
+};
+
+// A read-only view of a value to put.
+using ValueView = std::span<const std::byte>;
+// A writable buffer to read a value into.
+using ValueBuffer = std::span<std::byte>;
+
+// The result of BatchLookup: where each found key's bytes are, under a read lease that holds
+// until `lease_deadline`. Reads through ReadLookedUp must finish before then or they fail.
+class LookupResult {
+ public:
+  size_t size() const { return lengths_.size(); }
+  // The value's length, or why the key cannot be read (NOT_FOUND, NOT_READY, ...).
+  const Result<uint64_t>& length(size_t index) const { return lengths_[index]; }
+  std::chrono::steady_clock::time_point lease_deadline() const { return lease_deadline_; }
+
+ private:
+  friend class Client;
+  struct Replica {
+    uint64_t segment_id, offset;
+  };
+  std::vector<Result<uint64_t>> lengths_;
+  std::vector<std::vector<Replica>> replicas_;  // preferred (same-host) first
+  std::chrono::steady_clock::time_point lease_deadline_;
+};
+
+struct PoolStats {
+  uint64_t objects = 0;
+  uint64_t used_bytes = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t evicted_objects = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  struct Segment {
+    uint64_t id = 0;
+    std::string store_id, host_id, tcp_address;
+    uint64_t size = 0, used_bytes = 0, objects = 0;
+  };
+  std::vector<Segment> segments;
+};
+
+class Client {
+ public:
+  // Connects to the master (checks it answers within rpc_timeout).
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Stores `value` under `key`. Objects are immutable: an existing key gives ALREADY_EXISTS.
+  Status Put(std::string_view key, ValueView value, const PutOptions& options = {});
+  // One result per key, in order. REQUIRES: keys.size() == values.size().
+  std::vector<Status> BatchPut(std::span<const std::string> keys, std::span<const ValueView> values,
+                               const PutOptions& options = {});
+
+  // Returns a copy of the value.
+  Result<std::string> Get(std::string_view key);
+  // Reads the value into `buffer`; returns its length. A buffer smaller than the value gives
+  // INVALID_ARGUMENT and leaves the object in the pool.
+  Result<uint64_t> GetInto(std::string_view key, ValueBuffer buffer);
+  // One result per key, in order. REQUIRES: keys.size() == buffers.size().
+  std::vector<Result<uint64_t>> BatchGetInto(std::span<const std::string> keys, std::span<const ValueBuffer> buffers);
+
+  // Lookup without reading: one master round trip that finds every key and takes read leases
+  // on the found ones, so a caller can decide what to read (e.g. the longest prefix every
+  // pipeline stage holds) and then read it with ReadLookedUp, with no second round trip.
+  LookupResult BatchLookup(std::span<const std::string> keys);
+  // Reads lookup entries `indices` into `buffers` (one per index). A buffer smaller than its
+  // value gives INVALID_ARGUMENT; a read finishing after the lease deadline gives TIMEOUT.
+  std::vector<Result<uint64_t>> ReadLookedUp(const LookupResult& lookup, std::span<const size_t> indices,
+                                             std::span<const ValueBuffer> buffers);
+
+  Result<bool> Exists(std::string_view key);
+  // One round trip for any number of keys.
+  Result<std::vector<bool>> BatchExists(std::span<const std::string> keys);
+
+  Status Remove(std::string_view key);
+  std::vector<Status> BatchRemove(std::span<const std::string> keys);
+
+  Result<PoolStats> Stat();
+
+  Status RegisterBuffer(void* addr, size_t length);
+  Status UnregisterBuffer(void* addr);
+
+  // The transfer engine, for tests and stats (e.g. which transport a segment uses).
+  transfer::TransferEngine& transfer_engine();
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvpool::client

@@ -1,0 +1,50 @@
+// ChunkStore: the few pool operations the connector needs, behind an interface so tests can
+// slow down or fail one request's reads without mocking the connector's own logic.
+// PoolChunkStore forwards to a client::Client (the real pool).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "common/status.h"
+
+namespace kvpool::connector {
+
+class ChunkStore {
+ public:
+  virtual ~ChunkStore() = default;
+  // One master round trip: finds `keys` and takes read leases on the ones found.
+  virtual std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) = 0;
+  // Reads lookup entries `indices` into `buffers` (client::Client::ReadLookedUp).
+  virtual std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
+                                             std::span<const client::ValueBuffer> buffers) = 0;
+  virtual Result<std::vector<bool>> Exists(std::span<const std::string> keys) = 0;
+  // Puts keys[i] in eviction group groups[i]. One result per key.
+  virtual std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
+                                  std::span<const std::string> groups) = 0;
+  virtual Status RegisterBuffer(void* addr, size_t length) = 0;
+  virtual Status UnregisterBuffer(void* addr) = 0;
+};
+
+// REQUIRES: `client` outlives the store.
+class PoolChunkStore final : public ChunkStore {
+ public:
+  explicit PoolChunkStore(client::Client* client) : client_(client) {}
+  std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) override;
+  std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
+                                     std::span<const client::ValueBuffer> buffers) override;
+  Result<std::vector<bool>> Exists(std::span<const std::string> keys) override;
+  // One BatchPut per run of equal groups (client::PutOptions carries one group per call).
+  std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
+                          std::span<const std::string> groups) override;
+  Status RegisterBuffer(void* addr, size_t length) override { return client_->RegisterBuffer(addr, length); }
+  Status UnregisterBuffer(void* addr) override { return client_->UnregisterBuffer(addr); }
+
+ private:
+  client::Client* client_;
+};
+
+}  // namespace kvpool::connector

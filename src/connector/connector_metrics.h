@@ -1,0 +1,39 @@
+// ConnectorMetrics: counters of what the connector did, for /metrics-style export and tests.
+// Every field only grows; read any time from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kvpool::connector {
+
+struct ConnectorMetrics {
+  // Lookup (one master round trip each).
+  std::atomic<uint64_t> lookups{0};
+  std::atomic<uint64_t> lookup_hit_chunks{0};
+  std::atomic<uint64_t> lookup_hit_tokens{0};
+  // Restore.
+  std::atomic<uint64_t> restores_started{0};
+  std::atomic<uint64_t> restores_finished{0};
+  std::atomic<uint64_t> restore_tokens{0};             // tokens restored on every stage
+  std::atomic<uint64_t> restore_bytes{0};              // bytes read from the pool, all stages
+  std::atomic<uint64_t> restore_fallbacks{0};          // restores that gave back fewer tokens than planned
+  std::atomic<uint64_t> restore_fallback_tokens{0};    // planned tokens the engine must compute instead
+  std::atomic<uint64_t> restore_timeouts{0};           // fallbacks because the bounded wait ran out
+  std::atomic<uint64_t> restore_rejected_queue_full{0};
+  // Save.
+  std::atomic<uint64_t> saves_submitted{0};
+  std::atomic<uint64_t> saves_finished{0};
+  std::atomic<uint64_t> save_rejected_queue_full{0};   // back-pressure: save dropped, forward pass not stalled
+  std::atomic<uint64_t> save_objects_put{0};
+  std::atomic<uint64_t> save_objects_skipped{0};       // already in the pool
+  std::atomic<uint64_t> save_objects_failed{0};
+  std::atomic<uint64_t> save_bytes{0};
+
+  // name -> value, names as above prefixed "kvpool_connector_".
+  std::map<std::string, uint64_t> Snapshot() const;
+};
+
+}  // namespace kvpool::connector

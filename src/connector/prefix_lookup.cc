@@ -1,0 +1,53 @@
+#include "connector/prefix_lookup.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::connector {
+
+Result<PrefixHit> FindCachedPrefix(ChunkStore& store, const KvNamespace& ns, std::span<const TokenId> tokens,
+                                   uint64_t gpu_cached_tokens, ConnectorMetrics* metrics) {
+  if (gpu_cached_tokens > tokens.size()) {
+    return InvalidArgument(fmt::format("prefix lookup: GPU holds {} tokens of a {}-token request", gpu_cached_tokens,
+                                       tokens.size()));
+  }
+  const KvModelSpec& spec = ns.spec();
+  PrefixHit hit;
+  hit.chunk_tokens = spec.chunk_tokens;
+  hit.num_stages = spec.num_stages();
+  hit.gpu_cached_tokens = gpu_cached_tokens;
+  hit.chunk_keys = ChainChunkKeys(ns, tokens);
+  hit.first_chunk = gpu_cached_tokens / spec.chunk_tokens;
+  if (hit.first_chunk >= hit.chunk_keys.size()) return hit;
+
+  const uint64_t candidates = hit.chunk_keys.size() - hit.first_chunk;
+  std::vector<std::string> keys;
+  keys.reserve(candidates * hit.num_stages);
+  for (uint64_t i = 0; i < candidates; ++i) {
+    for (uint32_t s = 0; s < hit.num_stages; ++s) {
+      keys.push_back(StageObjectKey(ns, hit.chunk_keys[hit.first_chunk + i], s));
+    }
+  }
+  hit.lookup = store.Lookup(keys);
+  if (metrics) metrics->lookups.fetch_add(1, std::memory_order_relaxed);
+  if (hit.lookup->size() != keys.size()) {
+    return Internal(fmt::format("prefix lookup: {} answers for {} keys", hit.lookup->size(), keys.size()));
+  }
+  // A chunk counts only if every stage holds it with the size this namespace implies (a
+  // wrong size means a different layout under the same name: never unpack it).
+  for (uint64_t i = 0; i < candidates; ++i) {
+    bool all = true;
+    for (uint32_t s = 0; s < hit.num_stages && all; ++s) {
+      const Result<uint64_t>& len = hit.lookup->length(hit.lookup_index(i, s));
+      all = len.ok() && len.value() == spec.stage_object_bytes(s);
+    }
+    if (!all) break;
+    ++hit.hit_chunks;
+  }
+  if (metrics) {
+    metrics->lookup_hit_chunks.fetch_add(hit.hit_chunks, std::memory_order_relaxed);
+    metrics->lookup_hit_tokens.fetch_add(hit.restorable_tokens(), std::memory_order_relaxed);
+  }
+  return hit;
+}
+
+}  // namespace kvpool::connector

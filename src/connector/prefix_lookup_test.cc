@@ -1,0 +1,108 @@
+#include "connector/prefix_lookup.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "connector/test_kv_cache.h"
+#include "connector/test_pool.h"
+
+namespace kvpool::connector {
+namespace {
+
+class PrefixLookupTest : public ::testing::Test {
+ protected:
+  PrefixLookupTest()
+      : ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kLatent, {1, 2, 1})).value()),
+        store_(&pool_.client()) {}
+
+  std::vector<TokenId> Tokens(size_t n) {
+    std::vector<TokenId> t(n);
+    std::iota(t.begin(), t.end(), 1);
+    return t;
+  }
+  // Puts stage objects (right size, dummy bytes) for chunks [0, chunks) of `tokens`.
+  void PutChunks(const std::vector<TokenId>& tokens, size_t chunks) {
+    const auto keys = ChainChunkKeys(ns_, tokens);
+    for (size_t c = 0; c < chunks; ++c) {
+      for (uint32_t s = 0; s < ns_.spec().num_stages(); ++s) {
+        std::vector<std::byte> value(ns_.spec().stage_object_bytes(s), std::byte{1});
+        client::PutOptions o;
+        o.group = ChunkGroupName(ns_, keys[c]);
+        ASSERT_TRUE(pool_.client().Put(StageObjectKey(ns_, keys[c], s), value, o).ok());
+      }
+    }
+  }
+
+  testing::InProcessPool pool_;
+  KvNamespace ns_;
+  PoolChunkStore store_;
+  ConnectorMetrics metrics_;
+};
+
+TEST_F(PrefixLookupTest, HitStopsAtTheFirstChunkSomeStageLacks) {
+  const auto tokens = Tokens(64 * 6 + 10);
+  PutChunks(tokens, 6);
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[3], 2)).ok());  // stage 2 lacks chunk 3
+
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_EQ(hit->first_chunk, 0u);
+  EXPECT_EQ(hit->hit_chunks, 3u);
+  EXPECT_EQ(hit->restorable_tokens(), 3u * 64);
+  EXPECT_EQ(metrics_.lookups.load(), 1u);
+}
+
+TEST_F(PrefixLookupTest, StartsBeyondWhatTheGpuHolds) {
+  const auto tokens = Tokens(64 * 4);
+  PutChunks(tokens, 4);
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 100, &metrics_);  // GPU holds chunk 0 and part of 1
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->first_chunk, 1u);
+  EXPECT_EQ(hit->hit_chunks, 3u);
+  EXPECT_EQ(hit->end_token(), 256u);
+  EXPECT_EQ(hit->restorable_tokens(), 156u);
+
+  auto all_cached = FindCachedPrefix(store_, ns_, tokens, 256, &metrics_);
+  ASSERT_TRUE(all_cached.ok());
+  EXPECT_EQ(all_cached->restorable_tokens(), 0u);
+  EXPECT_EQ(metrics_.lookups.load(), 1u);  // nothing left to look up: no round trip
+}
+
+TEST_F(PrefixLookupTest, ATurnThatChangesHistoryReusesUpToTheChange) {
+  auto tokens = Tokens(64 * 5);
+  PutChunks(tokens, 5);
+  tokens[64 * 2 + 5] = -1;  // edit inside chunk 2
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 2u);
+}
+
+TEST_F(PrefixLookupTest, LongPromptIsOneRoundTrip) {
+  const auto tokens = Tokens(64 * 2000);  // 6,000 stage keys
+  PutChunks(tokens, 10);
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 10u);
+  EXPECT_EQ(metrics_.lookups.load(), 1u);
+}
+
+TEST_F(PrefixLookupTest, ObjectOfTheWrongSizeIsAMiss) {
+  const auto tokens = Tokens(64 * 2);
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  for (uint32_t s = 0; s < 3; ++s) {
+    std::vector<std::byte> value(ns_.spec().stage_object_bytes(s) - (s == 1 ? 1 : 0));
+    ASSERT_TRUE(pool_.client().Put(StageObjectKey(ns_, keys[0], s), value).ok());
+  }
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 0u);
+}
+
+TEST_F(PrefixLookupTest, RejectsMoreCachedTokensThanTheRequestHas) {
+  EXPECT_EQ(FindCachedPrefix(store_, ns_, Tokens(10), 11, nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvpool::connector

@@ -1,0 +1,112 @@
+// RestoreEngine: brings a PrefixHit's chunks from the pool into every stage's paged KV cache,
+// asynchronously, so a request waiting on a restore never blocks another.
+//
+//   hit = FindCachedPrefix(...)            // one master round trip; leases the hit
+//   engine->Start(id, hit, block_tables)   // returns at once
+//   ... schedule other requests ...
+//   if (auto done = engine->Poll(id)) { compute from done->end_token on }
+//
+// Per stage, the hit is cut into windows of as many chunks as one worker's share of the
+// stage's staging buffer holds; each window is one ReadLookedUp (zero-copy into staging) and
+// one Unpack into the cache. Stage workers take windows in order, several at a time, so one
+// window is read while another is unpacked, and a hung read holds one worker, not the stage.
+//
+// Outcome rules (invariants):
+//   * A request is finished only when every stage has reported every window, or when its
+//     bounded wait (RestoreOptions::timeout) ran out.
+//   * restored tokens = the chunks that *every* stage unpacked, contiguously from the hit's
+//     first chunk. Anything less than planned is a fallback: the engine computes the rest.
+//   * Once an outcome is handed out, no worker writes that request's cache blocks again
+//     (a timed-out request is cancelled and its in-flight unpacks are waited for), so the
+//     engine may compute into those blocks at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "connector/chunk_store.h"
+#include "connector/connector_metrics.h"
+#include "connector/kv_namespace.h"
+#include "connector/prefix_lookup.h"
+#include "connector/staging_buffer.h"
+
+namespace kvpool::connector {
+
+struct RestoreOptions {
+  // Bounded wait: a restore not finished this long after Start falls back to computing.
+  std::chrono::milliseconds timeout{5000};
+  uint32_t workers_per_stage = 2;
+  // Registered staging per stage, split evenly among its workers; each share must hold at
+  // least one stage object.
+  uint64_t staging_bytes_per_stage = uint64_t{64} << 20;
+  // Windows waiting per stage; Start beyond it is refused (UNAVAILABLE, counted).
+  size_t max_queued_windows_per_stage = 4096;
+};
+
+struct RestoreOutcome {
+  uint64_t request_id = 0;
+  Status status;                // OK, or why fewer tokens than planned came back
+  uint64_t planned_tokens = 0;  // hit.restorable_tokens()
+  uint64_t restored_tokens = 0;  // beyond the GPU-cached tokens, now in every stage's cache
+  uint64_t end_token = 0;        // the GPU holds tokens [0, end_token) for every stage
+  bool fell_back() const { return restored_tokens < planned_tokens; }
+};
+
+class RestoreEngine {
+ public:
+  // One StageDevice per pipeline stage, in stage order, laid out as `ns` says.
+  // REQUIRES: `store` and `metrics` (if not null) outlive the engine.
+  static Result<std::unique_ptr<RestoreEngine>> Create(ChunkStore* store, KvNamespace ns,
+                                                       std::vector<StageDevice> stages, RestoreOptions options,
+                                                       ConnectorMetrics* metrics);
+  // Cancels queued windows and joins the workers.
+  ~RestoreEngine();
+  RestoreEngine(const RestoreEngine&) = delete;
+  RestoreEngine& operator=(const RestoreEngine&) = delete;
+
+  // Starts restoring `hit`; returns at once. block_tables[s] is stage s's block table for the
+  // request, covering at least hit.end_token() tokens. Errors: INVALID_ARGUMENT (bad tables),
+  // ALREADY_EXISTS (id in progress), UNAVAILABLE (queues full: compute instead).
+  // A hit with nothing to restore finishes at once.
+  Status Start(uint64_t request_id, const PrefixHit& hit, std::vector<std::vector<BlockId>> block_tables);
+
+  // The outcome once finished (every stage reported, or the bounded wait ran out, which
+  // cancels it), else nullopt. Each outcome is handed out once, then the id is free again.
+  // Unknown ids give an outcome with NOT_FOUND.
+  std::optional<RestoreOutcome> Poll(uint64_t request_id);
+  // Blocks until Poll would answer; never longer than the request's bounded wait (plus the
+  // time to finish an unpack already running).
+  RestoreOutcome Wait(uint64_t request_id);
+
+ private:
+  struct Request;
+  struct Window;
+  struct Stage;
+  RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions options, ConnectorMetrics* metrics);
+  void WorkerLoop(Stage* stage, uint32_t worker);
+  void RunWindow(const Window& w, class ChunkPacker& packer, std::byte* slot);
+  // REQUIRES: r.mu held. Finishes `r` if it can (all windows in, or deadline passed).
+  std::optional<RestoreOutcome> TryFinish(Request& r, std::unique_lock<std::mutex>& lock, bool force_deadline);
+
+  ChunkStore* const store_;
+  const KvNamespace ns_;
+  const RestoreOptions options_;
+  ConnectorMetrics* const metrics_;
+  ConnectorMetrics own_metrics_;  // used when none is given
+
+  std::mutex mu_;  // guards requests_, every Stage::queue and stopping_
+  std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Stage>> stages_;
+};
+
+}  // namespace kvpool::connector

@@ -1,0 +1,119 @@
+#include "connector/save_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "connector/prefix_lookup.h"
+#include "connector/test_pool.h"
+#include "connector/test_stages.h"
+
+namespace kvpool::connector {
+namespace {
+
+class SaveEngineTest : public ::testing::Test {
+ protected:
+  SaveEngineTest()
+      : ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kSplitKv, {2, 1}, 512)).value()),
+        pool_store_(&pool_.client()),
+        store_(&pool_store_),
+        stages_(ns_.spec(), 64) {
+    stages_.FillRandom(1);
+  }
+  std::unique_ptr<SaveEngine> Engine(SaveOptions o = {}) {
+    o.staging_bytes_per_stage = 2 * ns_.spec().stage_object_bytes(0);  // windows of 2 chunks
+    auto e = SaveEngine::Create(&store_, ns_, stages_.Devices(), o, &metrics_);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return std::move(e).value();
+  }
+  std::vector<TokenId> Tokens(size_t n) {
+    std::vector<TokenId> t(n);
+    std::iota(t.begin(), t.end(), 5);
+    return t;
+  }
+  std::vector<std::vector<BlockId>> Tables(size_t tokens) {
+    const size_t blocks = (tokens + 15) / 16;
+    return {testing::RandomBlockTable(blocks, 64, 1), testing::RandomBlockTable(blocks, 64, 2)};
+  }
+
+  testing::InProcessPool pool_;
+  KvNamespace ns_;
+  PoolChunkStore pool_store_;
+  testing::InterposedChunkStore store_;
+  testing::HostStages stages_;
+  ConnectorMetrics metrics_;
+};
+
+TEST_F(SaveEngineTest, SavesEveryFullChunkOfEveryStageButNotTheTail) {
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 5 + 30);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
+  const SaveOutcome out = engine->Wait(1);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.objects_put, 10u);  // 5 chunks x 2 stages
+  EXPECT_EQ(out.objects_skipped, 0u);
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  for (uint32_t s = 0; s < 2; ++s) EXPECT_TRUE(pool_.client().Exists(StageObjectKey(ns_, keys[4], s)).value());
+  // The 30-token tail has no key at all, and a 6th chunk of other tokens is not in the pool.
+  auto longer = tokens;
+  longer.resize(64 * 6, 0);
+  const auto longer_keys = ChainChunkKeys(ns_, longer);
+  EXPECT_FALSE(pool_.client().Exists(StageObjectKey(ns_, longer_keys[5], 0)).value());
+  EXPECT_EQ(metrics_.save_bytes.load(), 5 * (ns_.spec().stage_object_bytes(0) + ns_.spec().stage_object_bytes(1)));
+}
+
+TEST_F(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 3);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
+  EXPECT_EQ(engine->Wait(1).objects_put, 6u);
+  // The next turn extends the prompt: only its two new chunks are written.
+  const auto next = Tokens(64 * 5);
+  ASSERT_TRUE(engine->Submit(2, next, Tables(next.size())).ok());
+  const SaveOutcome out = engine->Wait(2);
+  EXPECT_EQ(out.objects_put, 4u);
+  EXPECT_EQ(out.objects_skipped, 6u);
+  EXPECT_EQ(metrics_.save_objects_skipped.load(), 6u);
+}
+
+TEST_F(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
+  testing::Gate gate;
+  store_.before_put = [&] { gate.Wait(); };
+  SaveOptions o;
+  o.max_pending_requests = 1;
+  auto engine = Engine(o);
+  const auto tokens = Tokens(64);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(64)).ok());
+  const Status second = engine->Submit(2, tokens, Tables(64));
+  EXPECT_EQ(second.code(), StatusCode::kUnavailable) << second.ToString();
+  EXPECT_EQ(metrics_.save_rejected_queue_full.load(), 1u);
+  gate.Open();
+  EXPECT_TRUE(engine->Wait(1).status.ok());
+  EXPECT_TRUE(engine->Submit(3, tokens, Tables(64)).ok());  // room again
+  EXPECT_EQ(engine->Wait(3).objects_skipped, 2u);
+}
+
+TEST_F(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 2);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
+  ASSERT_TRUE(engine->Wait(1).status.ok());
+  // The master evicts a group whole: removing one stage's object directly is the only way a
+  // chunk loses one stage, and lookup then stops there.
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[1], 1)).ok());
+  auto hit = FindCachedPrefix(pool_store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 1u);
+}
+
+TEST_F(SaveEngineTest, BadBlockTableIsRefusedUpFront) {
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 2);
+  auto tables = Tables(64);  // covers one chunk only
+  EXPECT_EQ(engine->Submit(1, tokens, tables).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Poll(1)->status.code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace kvpool::connector

@@ -1,0 +1,120 @@
+// Test-only: a real pool in this process (MasterServer + one StorageService on loopback) and
+// a ChunkStore decorator that delays or fails chosen reads and puts.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "connector/chunk_store.h"
+#include "master/master_server.h"
+#include "store/storage_service.h"
+
+namespace kvpool::connector::testing {
+
+class InProcessPool {
+ public:
+  explicit InProcessPool(uint64_t lease_ms = 5000, uint64_t memory = 64 << 20) {
+    char pattern[] = "/tmp/kvpool-connector-test-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) std::abort();
+    dir_ = pattern;
+    master::MasterOptions mo;
+    mo.listen = "127.0.0.1:0";
+    mo.metrics_listen = "";
+    mo.default_lease_ms = lease_ms;
+    auto m = master::MasterServer::Start(mo);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    master_ = std::move(m).value();
+    store::StorageOptions so;
+    so.master_address = master_->address();
+    so.memory_bytes = memory;
+    so.tcp_listen = "127.0.0.1:0";
+    so.shm_socket_dir = dir_.string();
+    so.use_huge_pages = false;
+    so.heartbeat_interval = std::chrono::milliseconds(100);
+    auto s = store::StorageService::Start(so);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+    client::ClientOptions co;
+    co.master_address = master_->address();
+    auto c = client::Client::Connect(co);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+  }
+  ~InProcessPool() {
+    client_.reset();
+    store_.reset();
+    master_->Shutdown();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  client::Client& client() { return *client_; }
+  store::StorageService& store() { return *store_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::unique_ptr<master::MasterServer> master_;
+  std::unique_ptr<store::StorageService> store_;
+  std::unique_ptr<client::Client> client_;
+};
+
+// Forwards to a real store; `before_read` / `before_put` run first and may block, and
+// `fail_read` may replace a read's results.
+class InterposedChunkStore final : public ChunkStore {
+ public:
+  explicit InterposedChunkStore(ChunkStore* inner) : inner_(inner) {}
+  std::function<void(const client::LookupResult&)> before_read;
+  std::function<void()> before_put;
+  std::function<void(std::span<const size_t>, std::vector<Result<uint64_t>>&)> after_read;
+
+  std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) override {
+    return inner_->Lookup(keys);
+  }
+  std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
+                                     std::span<const client::ValueBuffer> buffers) override {
+    if (before_read) before_read(lookup);
+    auto out = inner_->Read(lookup, indices, buffers);
+    if (after_read) after_read(indices, out);
+    return out;
+  }
+  Result<std::vector<bool>> Exists(std::span<const std::string> keys) override { return inner_->Exists(keys); }
+  std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
+                          std::span<const std::string> groups) override {
+    if (before_put) before_put();
+    return inner_->Put(keys, values, groups);
+  }
+  Status RegisterBuffer(void* addr, size_t length) override { return inner_->RegisterBuffer(addr, length); }
+  Status UnregisterBuffer(void* addr) override { return inner_->UnregisterBuffer(addr); }
+
+ private:
+  ChunkStore* inner_;
+};
+
+// A gate tests open when they want a blocked worker to go on.
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+}  // namespace kvpool::connector::testing

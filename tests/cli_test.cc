@@ -1,0 +1,106 @@
+// The `kvpool` binary as a user meets it: real processes, real files, exit codes and messages.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "pool_cluster.h"
+
+namespace kvpool::testing {
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `kvpool ARGS...` to completion (30 s at most) and returns its exit code and output.
+CliRun Kvpool(std::vector<std::string> args) {
+  args.insert(args.begin(), KVPOOL_BINARY);
+  const std::string log = std::filesystem::temp_directory_path() / ("kvpool-cli-" + std::to_string(getpid()) + ".log");
+  ChildProcess p(args, log);
+  const int status = p.Wait(std::chrono::seconds(30));
+  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.Log()};
+  std::filesystem::remove(log);
+  return r;
+}
+
+TEST(Cli, RejectsBadArgumentsWithTheReason) {
+  CliRun r = Kvpool({"store", "--master", "127.0.0.1:1", "--memory", "12XB"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown unit"), std::string::npos) << r.output;
+
+  r = Kvpool({"store", "--master", "no-port-here"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("HOST:PORT"), std::string::npos) << r.output;
+
+  r = Kvpool({"frobnicate"});
+  EXPECT_NE(r.exit_code, 0);
+
+  r = Kvpool({"master", "--high-watermark", "7"});
+  EXPECT_NE(r.exit_code, 0);
+}
+
+TEST(Cli, UnreachableMasterIsAClearErrorNotAHang) {
+  const std::string nobody = "127.0.0.1:" + std::to_string(PickFreePort());
+  CliRun r = Kvpool({"get", "some/key", "-", "--master", nobody, "--timeout-ms", "300"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot reach the kvpool master"), std::string::npos) << r.output;
+
+  r = Kvpool({"store", "--master", nobody, "--memory", "8MiB", "--no-huge-pages", "--shm-dir", "/tmp"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(nobody), std::string::npos) << r.output;
+}
+
+TEST(Cli, MasterOnABusyPortSaysSo) {
+  PoolCluster cluster({.stores = 0});
+  ASSERT_TRUE(cluster.ConnectWhenReady(0));
+  CliRun r = Kvpool({"master", "--listen", cluster.master_address(), "--metrics-listen", ""});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(cluster.master_address()), std::string::npos) << r.output;
+}
+
+TEST(Cli, PutGetStatThroughFiles) {
+  PoolCluster cluster({.stores = 1});
+  ASSERT_TRUE(cluster.ConnectWhenReady(1)) << cluster.Logs();
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in = dir / ("kvpool-cli-in-" + std::to_string(getpid()));
+  const std::string out = dir / ("kvpool-cli-out-" + std::to_string(getpid()));
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2654435761u >> 13);
+  std::ofstream(in, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+
+  const std::string master = cluster.master_address();
+  CliRun r = Kvpool({"put", "files/a", in, "--master", master, "--group", "g1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"get", "files/a", out, "--master", master});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream back(out, std::ios::binary);
+  std::string read_back((std::istreambuf_iterator<char>(back)), {});
+  EXPECT_EQ(read_back, data);
+
+  r = Kvpool({"exists", "files/a", "--master", master});
+  EXPECT_EQ(r.exit_code, 0);
+  r = Kvpool({"get", "files/missing", out, "--master", master});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("NOT_FOUND"), std::string::npos) << r.output;
+  r = Kvpool({"put", "files/b", "/nonexistent/file", "--master", master});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("/nonexistent/file"), std::string::npos) << r.output;
+
+  r = Kvpool({"stat", "--json", "--master", master});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["objects"], 1);
+  EXPECT_EQ(j["segments"].size(), 1u);
+
+  r = Kvpool({"rm", "files/a", "--master", master});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"exists", "files/a", "--master", master});
+  EXPECT_EQ(r.exit_code, 1);
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace kvpool::testing

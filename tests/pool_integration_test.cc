@@ -1,0 +1,253 @@
+// Multi-process tests of the whole pool on loopback: a real master process, real storage
+// service processes, clients over real sockets and shared memory. Stores are killed with
+// SIGKILL mid-load; malformed bytes are thrown at every port.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "pool_cluster.h"
+
+namespace kvpool::testing {
+namespace {
+
+using client::ValueBuffer;
+using client::ValueView;
+
+std::string RandomBytes(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t word = rng();
+    std::memcpy(s.data() + i, &word, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+ValueView View(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+// Sends raw bytes to HOST:PORT and closes; returns false if it could not connect.
+bool SendGarbage(const std::string& host_port, const std::string& bytes) {
+  const auto colon = host_port.rfind(':');
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
+  inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return false;
+  }
+  (void)!write(fd, bytes.data(), bytes.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  close(fd);
+  return true;
+}
+
+TEST(PoolIntegration, RandomValuesRoundTripOverShmAndTcpAcrossTwoStores) {
+  PoolCluster cluster({});
+  auto shm = cluster.ConnectWhenReady(2);
+  ASSERT_TRUE(shm) << cluster.Logs();
+  auto tcp = cluster.ConnectWhenReady(2, /*allow_shm=*/false);
+  ASSERT_TRUE(tcp);
+
+  std::mt19937_64 rng(42);
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 120; ++i) {
+    keys.push_back("obj/" + std::to_string(i));
+    const size_t size = i % 10 == 0 ? 1 + rng() % 2'000'000 : 1 + rng() % 70'000;
+    values.push_back(RandomBytes(rng, size));
+  }
+  std::vector<ValueView> views;
+  for (auto& v : values) views.push_back(View(v));
+  for (const Status& s : shm->BatchPut(keys, views)) ASSERT_TRUE(s.ok()) << s.ToString();
+
+  auto stats = shm->Stat();
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->segments.size(), 2u);
+  EXPECT_GT(stats->segments[0].objects, 0u) << "placement should use both segments";
+  EXPECT_GT(stats->segments[1].objects, 0u) << "placement should use both segments";
+  EXPECT_EQ(stats->objects, keys.size());
+
+  for (auto* c : {shm.get(), tcp.get()}) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto got = c->Get(keys[i]);
+      ASSERT_TRUE(got.ok()) << keys[i] << ": " << got.status().ToString();
+      ASSERT_EQ(*got, values[i]) << keys[i];
+    }
+    std::vector<std::string> buffers(keys.size());
+    std::vector<ValueBuffer> spans;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      buffers[i].assign(values[i].size(), '\0');
+      spans.push_back(std::as_writable_bytes(std::span(buffers[i].data(), buffers[i].size())));
+    }
+    auto results = c->BatchGetInto(keys, spans);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_TRUE(results[i].ok()) << results[i].status().ToString();
+      EXPECT_EQ(*results[i], values[i].size());
+      EXPECT_EQ(buffers[i], values[i]);
+    }
+  }
+  EXPECT_EQ(shm->transfer_engine().TransportFor(stats->segments[0].id), "shm");
+  EXPECT_EQ(tcp->transfer_engine().TransportFor(stats->segments[0].id), "tcp");
+
+  auto exists = shm->BatchExists(std::vector<std::string>{keys[0], "missing", keys[5]});
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(*exists, (std::vector<bool>{true, false, true}));
+  EXPECT_TRUE(shm->Remove(keys[0]).ok());
+  EXPECT_FALSE(*shm->Exists(keys[0]));
+  EXPECT_EQ(shm->Get(keys[0]).status().code(), StatusCode::kNotFound);
+}
+
+TEST(PoolIntegration, BadInputGetsAClearErrorAndThePoolKeepsServing) {
+  PoolCluster cluster({.stores = 1});
+  auto c = cluster.ConnectWhenReady(1);
+  ASSERT_TRUE(c) << cluster.Logs();
+  const std::string value(1000, 'v');
+
+  EXPECT_EQ(c->Get("never-put").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(c->Put(std::string(100'000, 'k'), View(value)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->Put("", View(value)).code(), StatusCode::kInvalidArgument);
+  const std::string huge(80 << 20, 'h');  // larger than the 64 MiB pool
+  Status too_big = c->Put("huge", View(huge));
+  EXPECT_EQ(too_big.code(), StatusCode::kNoSpace) << too_big.ToString();
+  EXPECT_FALSE(too_big.message().empty());
+
+  ASSERT_TRUE(c->Put("small", View(value)).ok());
+  EXPECT_EQ(c->Put("small", View(value)).code(), StatusCode::kAlreadyExists);
+  std::string tiny(10, '\0');
+  auto into = c->GetInto("small", std::as_writable_bytes(std::span(tiny.data(), tiny.size())));
+  EXPECT_EQ(into.status().code(), StatusCode::kInvalidArgument);
+
+  auto stats = c->Stat();
+  ASSERT_TRUE(stats.ok());
+  const std::string store_address = stats->segments.at(0).tcp_address;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(SendGarbage(store_address, RandomBytes(rng, 1 + rng() % 5000)));
+    EXPECT_TRUE(SendGarbage(cluster.master_address(), RandomBytes(rng, 1 + rng() % 5000)));
+  }
+  // A frame header that promises more than it sends, then hangs up.
+  EXPECT_TRUE(SendGarbage(store_address, std::string("KVPT") + std::string(12, '\xff')));
+
+  auto got = c->Get("small");
+  ASSERT_TRUE(got.ok()) << got.status().ToString() << cluster.Logs();
+  EXPECT_EQ(*got, value);
+  auto tcp = cluster.ConnectWhenReady(1, /*allow_shm=*/false);
+  ASSERT_TRUE(tcp);
+  auto over_tcp = tcp->Get("small");
+  ASSERT_TRUE(over_tcp.ok()) << over_tcp.status().ToString();
+  EXPECT_EQ(*over_tcp, value);
+}
+
+TEST(PoolIntegration, StoreKilledMidLoadGivesErrorsNeverWrongBytesOrHangs) {
+  PoolCluster cluster({});
+  auto c = cluster.ConnectWhenReady(2);
+  ASSERT_TRUE(c) << cluster.Logs();
+  auto tcp = cluster.ConnectWhenReady(2, /*allow_shm=*/false);
+  ASSERT_TRUE(tcp);
+
+  // Replicated objects survive the loss of one store.
+  std::mt19937_64 rng(3);
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 40; ++i) {
+    keys.push_back("replicated/" + std::to_string(i));
+    values.push_back(RandomBytes(rng, 200'000));
+  }
+  std::vector<ValueView> views;
+  for (auto& v : values) views.push_back(View(v));
+  client::PutOptions two{.replicas = 2};
+  for (const Status& s : c->BatchPut(keys, views, two)) ASSERT_TRUE(s.ok()) << s.ToString();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong_bytes{0}, ok_reads{0}, failed_calls{0};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 3; ++t) {
+    load.emplace_back([&, t] {
+      std::mt19937_64 local(100 + t);
+      client::Client* who = t == 0 ? tcp.get() : c.get();
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string key = "load/" + std::to_string(t) + "/" + std::to_string(i);
+        const std::string value = RandomBytes(local, 1 + local() % 300'000);
+        if (!who->Put(key, View(value)).ok()) failed_calls++;
+        auto got = who->Get(key);
+        if (got.ok() && *got != value) wrong_bytes++;
+        if (!got.ok()) failed_calls++;
+        const size_t r = local() % keys.size();
+        auto rep = who->Get(keys[r]);
+        if (rep.ok()) (*rep == values[r] ? ok_reads++ : wrong_bytes++);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  cluster.store(1).Kill(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the heartbeat TTL
+  stop = true;
+  for (auto& th : load) th.join();
+
+  EXPECT_EQ(wrong_bytes.load(), 0);
+  EXPECT_GT(ok_reads.load(), 0);
+  auto stats = c->Stat();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->segments.size(), 1u) << "the dead store's segment must be dropped after its heartbeat TTL";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto got = c->Get(keys[i]);
+    ASSERT_TRUE(got.ok()) << "replica on the surviving store must serve " << keys[i] << ": " << got.status().ToString();
+    EXPECT_EQ(*got, values[i]);
+  }
+  // The pool keeps serving new data on the surviving store.
+  ASSERT_TRUE(c->Put("after-kill", View(values[0])).ok());
+  EXPECT_EQ(*c->Get("after-kill"), values[0]);
+}
+
+TEST(PoolIntegration, StoreStoppedWithSigtermUnmountsAtOnce) {
+  PoolCluster cluster({.heartbeat_ttl_ms = 60'000});
+  auto c = cluster.ConnectWhenReady(2);
+  ASSERT_TRUE(c) << cluster.Logs();
+  const int status = cluster.store(0).Kill(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << cluster.Logs();
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto stats = c->Stat();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->segments.size(), 1u) << "SIGTERM must unmount without waiting for the TTL";
+}
+
+TEST(PoolIntegration, EvictionUnderPressureFreesWholeGroups) {
+  PoolCluster cluster({.stores = 1, .store_memory = "32MiB"});
+  auto c = cluster.ConnectWhenReady(1);
+  ASSERT_TRUE(c) << cluster.Logs();
+  // 100 groups x 4 stage objects x 256 KiB = 100 MiB through a 32 MiB pool.
+  const std::string value(256 << 10, 's');
+  for (int g = 0; g < 100; ++g) {
+    std::vector<std::string> keys;
+    for (int stage = 0; stage < 4; ++stage) keys.push_back("chunk" + std::to_string(g) + "/stage" + std::to_string(stage));
+    std::vector<ValueView> views(4, View(value));
+    client::PutOptions group{.group = "chunk" + std::to_string(g)};
+    for (const Status& s : c->BatchPut(keys, views, group)) ASSERT_TRUE(s.ok()) << "group " << g << ": " << s.ToString();
+  }
+  auto stats = c->Stat();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LE(stats->used_bytes, stats->capacity_bytes);
+  EXPECT_GT(stats->evicted_objects, 0u);
+  int whole = 0;
+  for (int g = 0; g < 100; ++g) {
+    std::vector<std::string> keys;
+    for (int stage = 0; stage < 4; ++stage) keys.push_back("chunk" + std::to_string(g) + "/stage" + std::to_string(stage));
+    auto e = c->BatchExists(keys);
+    ASSERT_TRUE(e.ok());
+    const int present = static_cast<int>(std::count(e->begin(), e->end(), true));
+    EXPECT_TRUE(present == 0 || present == 4) << "group " << g << " was evicted partly: " << present << "/4";
+    whole += present == 4;
+  }
+  EXPECT_GT(whole, 0);
+  // The most recent group must still be there: eviction is LRU.
+  EXPECT_TRUE(*c->Exists("chunk99/stage3"));
+}
+
+}  // namespace
+}  // namespace kvpool::testing
