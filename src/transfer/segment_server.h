@@ -26,6 +26,9 @@ struct SegmentServerOptions {
   std::string tcp_listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::string shm_socket_path;             // empty => no shm server
   int io_threads = 2;
+  // SO_SNDBUF / SO_RCVBUF of accepted sockets; 0 leaves the kernel's autotuning.
+  int send_buffer_bytes = 0;
+  int receive_buffer_bytes = 0;
 };
 
 class SegmentServer {

@@ -40,23 +40,45 @@ struct TransferRequest {
 };
 
 struct TransferOptions {
-  int shm_copy_threads = 2;        // threads that split large shm copies
+  // Threads that copy one large shm batch, counting the submitting thread (so 2 = the caller
+  // plus one pool helper). Batches under 256 KiB are copied by the caller alone.
+  int shm_copy_threads = 2;
+  // Map shm segments with MAP_POPULATE so copies never take page faults (costs time once,
+  // in OpenSegment, proportional to the segment size).
+  bool shm_prefault_mapping = true;
   int tcp_connections_per_peer = 4;
   int tcp_io_threads = 2;
+  // Requests larger than this are cut into frames of this size, spread over the peer's
+  // connections. Clamped to [4 KiB, 64 MiB].
+  uint64_t tcp_chunk_bytes = 1 << 20;
+  // SO_SNDBUF / SO_RCVBUF of client sockets; 0 leaves the kernel's autotuning.
+  int tcp_send_buffer_bytes = 0;
+  int tcp_receive_buffer_bytes = 0;
+  // A connection with work queued that moves no byte for this long is dropped (its requests
+  // fail UNAVAILABLE) and replaced: a hung peer does not hold a connection forever.
+  std::chrono::milliseconds tcp_stall_timeout{5000};
   bool allow_shm = true;           // false forces tcp even on the same host (benchmarks, tests)
+  // Bounds connecting to a peer (tcp) and the shm handshake with a store's unix socket.
   std::chrono::milliseconds connect_timeout{2000};
 };
 
-// Identifies this host: same string on every process of one machine (boot id + hostname).
+// Identifies this host: same string on every process of one machine ("<boot id>/<hostname>").
+// The environment variable KVPOOL_HOST_ID, when set, replaces it (tests simulate other hosts).
 std::string LocalHostId();
 
 // The outcome of one submitted batch. Wait() returns once every request finished or the
-// deadline passed; requests not finished by then report TIMEOUT and their buffers may still
-// be written to until Wait() returns... REQUIRES: keep the local buffers alive until Wait returns.
+// deadline passed; a request that did not finish by the deadline reports TIMEOUT (even if it
+// completes a moment later: a late read may hold bytes its lease no longer protects).
+// After Wait() returns, or the batch is destroyed, the engine never touches the batch's
+// local buffers again. REQUIRES: keep the local buffers alive until then.
 class TransferBatch {
  public:
+  // Abandons unfinished requests like Wait() with a past deadline.
   virtual ~TransferBatch() = default;
-  // Blocks until all requests are done or `deadline`. Returns OK iff every request succeeded.
+  // Blocks until all requests are done or `deadline` (overrunning it by at most one
+  // in-progress memcpy chunk or non-blocking syscall). Returns OK iff every request succeeded
+  // in time; TIMEOUT if any did not finish in time; else the first failure's status.
+  // Calling it again returns the same.
   virtual Status Wait(std::chrono::steady_clock::time_point deadline) = 0;
   // True once every request has a final status (non-blocking).
   virtual bool Done() const = 0;
@@ -76,13 +98,20 @@ class TransferEngine {
   Status RegisterMemory(void* addr, size_t length);
   Status UnregisterMemory(void* addr);
 
-  // Records how to reach a segment. Idempotent; an endpoint change for the same id replaces it.
+  // Records how to reach a segment and picks its transport: shm when allowed, the endpoint is
+  // on this host and its store's unix socket hands over the segment; otherwise tcp (fails only
+  // if there is no usable tcp address). Control path: may block up to connect_timeout.
+  // Idempotent; an endpoint change for the same id replaces it (in-flight work finishes on
+  // the old route).
   Status OpenSegment(const SegmentEndpoint& endpoint);
   // Forgets a segment (its store went away); later requests naming it fail with STALE.
   void CloseSegment(uint64_t segment_id);
 
-  // Starts a batch. Requests naming unknown segments, or outside a segment's size, fail
-  // individually with INVALID_ARGUMENT/STALE; the rest proceed.
+  // Starts a batch. Requests naming segments not open (STALE), outside a segment's size or
+  // with a null buffer (INVALID_ARGUMENT) fail individually; the rest proceed. Zero-length
+  // requests succeed at once. tcp requests are queued and Submit returns at once; shm copies
+  // run on the calling thread (with pool helpers for large batches), so for shm Submit
+  // returns when the copies are done or nearly so.
   std::unique_ptr<TransferBatch> Submit(std::span<const TransferRequest> requests);
 
   // Submit + Wait.
@@ -90,7 +119,7 @@ class TransferEngine {
                   std::chrono::steady_clock::time_point deadline,
                   std::vector<Status>* per_request = nullptr);
 
-  // Which transport a segment currently uses ("shm", "tcp"); for stats and tests.
+  // Which transport a segment currently uses ("shm", "tcp"; "" if not open); for stats and tests.
   std::string TransportFor(uint64_t segment_id) const;
 
  private:

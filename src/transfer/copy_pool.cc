@@ -1,0 +1,50 @@
+#include "transfer/copy_pool.h"
+
+#include <algorithm>
+
+namespace kvpool::transfer {
+
+CopyPool::CopyPool(int helper_threads) {
+  for (int i = 0; i < helper_threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
+}
+
+CopyPool::~CopyPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : helpers_) t.join();
+}
+
+void CopyPool::Run(const std::shared_ptr<ParallelJob>& job) {
+  if (!helpers_.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(job);
+    }
+    cv_.notify_all();
+  }
+  while (job->RunOne()) {
+  }
+  if (!helpers_.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it != jobs_.end()) jobs_.erase(it);
+  }
+}
+
+void CopyPool::HelperLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    std::shared_ptr<ParallelJob> job = jobs_.front();
+    lock.unlock();
+    bool ran = job->RunOne();
+    lock.lock();
+    if (!ran && !jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
+  }
+}
+
+}  // namespace kvpool::transfer

@@ -1,0 +1,558 @@
+#include "transfer/segment_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "transfer/access_gate.h"
+#include "transfer/event_loop.h"
+#include "transfer/shm_protocol.h"
+#include "transfer/socket_util.h"
+#include "transfer/tcp_frame.h"
+#include "transfer/unique_fd.h"
+
+namespace kvpool::transfer {
+namespace {
+
+constexpr size_t kReadAheadBytes = 2 << 10;
+constexpr size_t kDiscardBytes = 256 << 10;
+constexpr int kMaxStepsPerEvent = 64;
+
+bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+// One served segment. Io threads touch its memory only inside sections of `gate`, so once
+// Retire() returns nobody reads or writes it again.
+struct SegmentEntry {
+  ServedSegment segment;
+  UniqueFd memfd;    // our dup of the store's memfd; invalid => no shm for this segment
+  UniqueFd flag_fd;  // the served-flag page handed to shm clients
+  void* flag_page = nullptr;
+  AccessGate gate;
+
+  ~SegmentEntry() {
+    if (flag_page != nullptr) ::munmap(flag_page, kShmFlagPageSize);
+  }
+  void Retire() {
+    if (flag_page != nullptr) ShmFlagSet(flag_page, segment.segment_id, false);
+    gate.Close();
+  }
+  bool shm_capable() const { return memfd.valid() && flag_page != nullptr; }
+};
+
+class SegmentTable {
+ public:
+  std::shared_ptr<SegmentEntry> Find(uint64_t id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+  // Returns the entry it replaced, if any.
+  std::shared_ptr<SegmentEntry> Put(std::shared_ptr<SegmentEntry> entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = entries_[entry->segment.segment_id];
+    std::swap(slot, entry);
+    return entry;
+  }
+  std::shared_ptr<SegmentEntry> Remove(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return nullptr;
+    auto entry = std::move(it->second);
+    entries_.erase(it);
+    return entry;
+  }
+  std::vector<std::shared_ptr<SegmentEntry>> RemoveAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<SegmentEntry>> all;
+    for (auto& [id, e] : entries_) all.push_back(std::move(e));
+    entries_.clear();
+    return all;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<SegmentEntry>> entries_;
+};
+
+class ServerConnection;
+using ConnectionRegistry = std::vector<std::shared_ptr<ServerConnection>>;
+
+// Serves one client connection: one request at a time, in order. Write payloads are received
+// straight into segment memory and read payloads sent straight from it.
+class ServerConnection final : public EventLoop::Handler,
+                               public std::enable_shared_from_this<ServerConnection> {
+ public:
+  ServerConnection(EventLoop* loop, std::shared_ptr<ConnectionRegistry> registry,
+                   std::shared_ptr<SegmentTable> table, UniqueFd fd, std::string peer)
+      : loop_(loop),
+        registry_(std::move(registry)),
+        table_(std::move(table)),
+        fd_(std::move(fd)),
+        peer_(std::move(peer)),
+        rx_(kReadAheadBytes) {}
+
+  void Register() {
+    registry_->push_back(shared_from_this());
+    interest_ = EPOLLIN;
+    loop_->Add(fd_.get(), interest_, this);
+  }
+
+  void OnEvents(uint32_t events) override {
+    auto self = shared_from_this();
+    Pump();
+  }
+
+ private:
+  enum class Phase { kHeader, kWritePayload, kDiscardPayload, kRespond };
+
+  void Pump() {
+    for (int step = 0; step < kMaxStepsPerEvent; ++step) {
+      if (!fd_.valid()) return;
+      bool progressed = false;
+      switch (phase_) {
+        case Phase::kHeader: progressed = ReadHeader(); break;
+        case Phase::kWritePayload:
+        case Phase::kDiscardPayload: progressed = ReadPayload(); break;
+        case Phase::kRespond: progressed = SendResponse(); break;
+      }
+      if (!progressed) return;
+    }
+    // Out of steps with work possibly buffered in rx_, which epoll cannot see: come back.
+    loop_->Post([self = shared_from_this()] { self->Pump(); });
+  }
+
+  // Returns true when the caller should keep pumping.
+  bool ReadHeader() {
+    if (rx_len_ >= RequestHeader::kSize) {
+      HandleHeader();
+      return fd_.valid();
+    }
+    SetInterest(EPOLLIN);
+    ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, rx_.size() - rx_len_, 0);
+    if (n > 0) {
+      rx_len_ += static_cast<size_t>(n);
+      return true;
+    }
+    if (n == 0) {
+      if (rx_len_ > 0) spdlog::warn("segment server: {} closed mid-frame (truncated header)", peer_);
+      Close();
+      return false;
+    }
+    return HandleRecvError();
+  }
+
+  void HandleHeader() {
+    RequestHeader h;
+    Status decoded = DecodeRequestHeader(rx_.data(), &h);
+    if (!decoded.ok()) {
+      spdlog::warn("segment server: closing connection from {}: {}", peer_, decoded.message());
+      Close();
+      return;
+    }
+    Consume(RequestHeader::kSize);
+    request_ = h;
+    payload_done_ = 0;
+    entry_ = table_->Find(h.segment_id);
+    StatusCode code = StatusCode::kOk;
+    if (!entry_) {
+      code = StatusCode::kStale;
+    } else if (h.offset > entry_->segment.size || h.length > entry_->segment.size - h.offset) {
+      code = StatusCode::kInvalidArgument;
+    }
+    if (h.op == FrameOp::kWrite && h.length > 0) {
+      result_ = code;
+      phase_ = code == StatusCode::kOk ? Phase::kWritePayload : Phase::kDiscardPayload;
+    } else {
+      StartResponse(code, h.op == FrameOp::kRead && code == StatusCode::kOk ? h.length : 0);
+    }
+  }
+
+  bool ReadPayload() {
+    uint64_t left = request_.length - payload_done_;
+    char* segment_at = nullptr;
+    if (phase_ == Phase::kWritePayload) {
+      segment_at = static_cast<char*>(entry_->segment.base) + request_.offset + payload_done_;
+    }
+    ssize_t n;
+    if (rx_len_ > 0) {
+      size_t take = static_cast<size_t>(std::min<uint64_t>(left, rx_len_));
+      if (phase_ == Phase::kWritePayload) {
+        AccessSection section(entry_->gate);
+        if (!section.entered()) return SwitchToDiscard();
+        std::memcpy(segment_at, rx_.data(), take);
+      }
+      Consume(take);
+      n = static_cast<ssize_t>(take);
+    } else if (phase_ == Phase::kWritePayload) {
+      AccessSection section(entry_->gate);
+      if (!section.entered()) return SwitchToDiscard();
+      n = ::recv(fd_.get(), segment_at, left, 0);
+    } else {
+      n = ::recv(fd_.get(), DiscardBuffer(), std::min<uint64_t>(left, kDiscardBytes), 0);
+    }
+    if (n > 0) {
+      payload_done_ += static_cast<uint64_t>(n);
+      if (payload_done_ == request_.length) StartResponse(result_, 0);
+      return true;
+    }
+    SetInterest(EPOLLIN);
+    if (n == 0) {
+      spdlog::warn("segment server: {} closed mid-frame ({} of {} payload bytes)", peer_,
+                   payload_done_, request_.length);
+      Close();
+      return false;
+    }
+    return HandleRecvError();
+  }
+
+  bool SwitchToDiscard() {  // the segment was withdrawn under a write
+    phase_ = Phase::kDiscardPayload;
+    result_ = StatusCode::kStale;
+    return true;
+  }
+
+  void StartResponse(StatusCode code, uint64_t payload) {
+    ResponseHeader r;
+    r.op = request_.op;
+    r.status = code;
+    r.request_id = request_.request_id;
+    r.length = payload;
+    EncodeResponseHeader(r, response_);
+    response_payload_ = payload;
+    response_sent_ = 0;
+    phase_ = Phase::kRespond;
+  }
+
+  bool SendResponse() {
+    uint64_t total = ResponseHeader::kSize + response_payload_;
+    if (response_sent_ == total) {
+      entry_.reset();
+      phase_ = Phase::kHeader;
+      return true;
+    }
+    iovec iov[2];
+    int niov = 0;
+    if (response_sent_ < ResponseHeader::kSize) {
+      iov[niov++] = {response_ + response_sent_, ResponseHeader::kSize - response_sent_};
+    }
+    bool entered = false;
+    if (response_payload_ > 0) {
+      entered = entry_->gate.Enter();
+      if (!entered) {
+        if (response_sent_ == 0) {  // nothing promised yet: answer STALE instead
+          StartResponse(StatusCode::kStale, 0);
+          return true;
+        }
+        spdlog::warn("segment server: segment {} withdrawn mid-response to {}; closing",
+                     request_.segment_id, peer_);
+        Close();
+        return false;
+      }
+      uint64_t done = response_sent_ > ResponseHeader::kSize ? response_sent_ - ResponseHeader::kSize : 0;
+      iov[niov++] = {static_cast<char*>(entry_->segment.base) + request_.offset + done,
+                     response_payload_ - done};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = niov;
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    int err = errno;
+    if (entered) entry_->gate.Exit();
+    if (n > 0) {
+      response_sent_ += static_cast<uint64_t>(n);
+      return true;
+    }
+    if (n < 0 && WouldBlock(err)) {
+      SetInterest(EPOLLOUT);
+      return false;
+    }
+    if (n < 0 && err == EINTR) return true;
+    spdlog::debug("segment server: send to {} failed: {}", peer_, std::strerror(err));
+    Close();
+    return false;
+  }
+
+  bool HandleRecvError() {
+    if (WouldBlock(errno)) return false;
+    if (errno == EINTR) return true;
+    spdlog::debug("segment server: recv from {} failed: {}", peer_, std::strerror(errno));
+    Close();
+    return false;
+  }
+
+  void Consume(size_t n) {
+    std::memmove(rx_.data(), rx_.data() + n, rx_len_ - n);
+    rx_len_ -= n;
+  }
+
+  void SetInterest(uint32_t events) {
+    if (fd_.valid() && events != interest_) {
+      interest_ = events;
+      loop_->Modify(fd_.get(), interest_, this);
+    }
+  }
+
+  void Close() {
+    if (!fd_.valid()) return;
+    loop_->Remove(fd_.get());
+    fd_.Reset();
+    entry_.reset();
+    loop_->Post([registry = registry_, self = shared_from_this()] {
+      registry->erase(std::remove(registry->begin(), registry->end(), self), registry->end());
+    });
+  }
+
+  static char* DiscardBuffer() {
+    thread_local std::unique_ptr<char[]> buffer(new char[kDiscardBytes]);
+    return buffer.get();
+  }
+
+  EventLoop* const loop_;
+  const std::shared_ptr<ConnectionRegistry> registry_;
+  const std::shared_ptr<SegmentTable> table_;
+  UniqueFd fd_;
+  const std::string peer_;
+  uint32_t interest_ = 0;
+  std::vector<uint8_t> rx_;
+  size_t rx_len_ = 0;
+  Phase phase_ = Phase::kHeader;
+  RequestHeader request_;
+  std::shared_ptr<SegmentEntry> entry_;  // of the request in progress
+  StatusCode result_ = StatusCode::kOk;
+  uint64_t payload_done_ = 0;
+  uint8_t response_[ResponseHeader::kSize] = {};
+  uint64_t response_payload_ = 0;
+  uint64_t response_sent_ = 0;
+};
+
+struct ServerLoop {
+  std::unique_ptr<EventLoop> loop;
+  std::shared_ptr<ConnectionRegistry> registry;
+};
+
+// Accepts tcp connections on loop 0 and deals them out to the loops round-robin.
+class Acceptor final : public EventLoop::Handler {
+ public:
+  Acceptor(UniqueFd listener, std::vector<ServerLoop>* loops, std::shared_ptr<SegmentTable> table,
+           int send_buffer_bytes, int receive_buffer_bytes)
+      : listener_(std::move(listener)),
+        loops_(loops),
+        table_(std::move(table)),
+        send_buffer_bytes_(send_buffer_bytes),
+        receive_buffer_bytes_(receive_buffer_bytes) {}
+
+  int fd() const { return listener_.get(); }
+
+  void OnEvents(uint32_t events) override {
+    while (true) {
+      SocketAddress from;
+      from.length = sizeof(from.storage);
+      int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&from.storage), &from.length,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (!WouldBlock(errno)) spdlog::warn("segment server: accept: {}", std::strerror(errno));
+        return;
+      }
+      SetTcpDataOptions(fd, send_buffer_bytes_, receive_buffer_bytes_);
+      ServerLoop& target = (*loops_)[next_++ % loops_->size()];
+      auto owned = std::make_shared<UniqueFd>(fd);
+      target.loop->Post([owned, &target, table = table_, peer = FormatSocketAddress(from)] {
+        auto conn = std::make_shared<ServerConnection>(target.loop.get(), target.registry, table,
+                                                       std::move(*owned), peer);
+        conn->Register();
+      });
+    }
+  }
+
+ private:
+  UniqueFd listener_;
+  std::vector<ServerLoop>* loops_;
+  std::shared_ptr<SegmentTable> table_;
+  const int send_buffer_bytes_;
+  const int receive_buffer_bytes_;
+  size_t next_ = 0;
+};
+
+class SegmentServerImpl final : public SegmentServer {
+ public:
+  explicit SegmentServerImpl(const SegmentServerOptions& options)
+      : options_(options), table_(std::make_shared<SegmentTable>()) {}
+  ~SegmentServerImpl() override { Stop(); }
+
+  Status Init() {
+    KVPOOL_RETURN_IF_ERROR(StartTcp());
+    if (!options_.shm_socket_path.empty()) KVPOOL_RETURN_IF_ERROR(StartShm());
+    return Status::Ok();
+  }
+
+  std::string tcp_address() const override { return tcp_address_; }
+  std::string shm_socket_path() const override { return options_.shm_socket_path; }
+
+  void Serve(const ServedSegment& segment) override {
+    auto entry = std::make_shared<SegmentEntry>();
+    entry->segment = segment;
+    if (segment.memfd >= 0 && !options_.shm_socket_path.empty()) PrepareShm(*entry);
+    if (auto replaced = table_->Put(entry)) replaced->Retire();
+  }
+
+  void Withdraw(uint64_t segment_id) override {
+    if (auto entry = table_->Remove(segment_id)) entry->Retire();
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    for (auto& l : loops_) l.loop->Stop();
+    for (auto& l : loops_) l.registry->clear();  // closes every connection's socket
+    acceptor_.reset();
+    if (shm_thread_.joinable()) {
+      uint64_t one = 1;
+      ssize_t ignored = ::write(shm_wake_.get(), &one, sizeof(one));
+      (void)ignored;
+      shm_thread_.join();
+      shm_listener_.Reset();
+      ::unlink(options_.shm_socket_path.c_str());
+    }
+    for (auto& entry : table_->RemoveAll()) entry->Retire();
+  }
+
+ private:
+  Status StartTcp() {
+    auto address = ResolveTcpAddress(options_.tcp_listen);
+    if (!address.ok()) return address.status();
+    UniqueFd fd(::socket(address->storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return ErrnoStatus(StatusCode::kInternal, "socket", errno);
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd.get(), address->get(), address->length) != 0) {
+      return ErrnoStatus(StatusCode::kUnavailable, fmt::format("bind {}", options_.tcp_listen), errno);
+    }
+    if (::listen(fd.get(), 1024) != 0) return ErrnoStatus(StatusCode::kInternal, "listen", errno);
+    SocketAddress bound;
+    bound.length = sizeof(bound.storage);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound.storage), &bound.length);
+    tcp_address_ = FormatSocketAddress(bound);
+
+    int n = std::max(1, options_.io_threads);
+    for (int i = 0; i < n; ++i) {
+      loops_.push_back({std::make_unique<EventLoop>(fmt::format("segment-io-{}", i),
+                                                    std::chrono::milliseconds(100), nullptr),
+                        std::make_shared<ConnectionRegistry>()});
+    }
+    acceptor_ = std::make_unique<Acceptor>(std::move(fd), &loops_, table_, options_.send_buffer_bytes,
+                                           options_.receive_buffer_bytes);
+    Acceptor* acceptor = acceptor_.get();
+    EventLoop* first = loops_[0].loop.get();
+    first->Post([first, acceptor] { first->Add(acceptor->fd(), EPOLLIN, acceptor); });
+    return Status::Ok();
+  }
+
+  Status StartShm() {
+    const std::string& path = options_.shm_socket_path;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+      return InvalidArgument(fmt::format("shm socket path '{}' is too long", path));
+    }
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    shm_listener_.Reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!shm_listener_.valid()) return ErrnoStatus(StatusCode::kInternal, "socket(AF_UNIX)", errno);
+    ::unlink(path.c_str());  // a socket file left by a previous, killed store
+    if (::bind(shm_listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      return ErrnoStatus(StatusCode::kUnavailable, fmt::format("bind {}", path), errno);
+    }
+    if (::listen(shm_listener_.get(), 128) != 0) return ErrnoStatus(StatusCode::kInternal, "listen", errno);
+    shm_wake_.Reset(::eventfd(0, EFD_CLOEXEC));
+    shm_thread_ = std::thread([this] { ServeShm(); });
+    return Status::Ok();
+  }
+
+  // Hands out memfds, one short exchange per client connection (control path only).
+  void ServeShm() {
+    while (true) {
+      pollfd fds[2] = {{shm_listener_.get(), POLLIN, 0}, {shm_wake_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents) return;
+      if (!(fds[0].revents & POLLIN)) continue;
+      UniqueFd conn(::accept4(shm_listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn.valid()) continue;
+      timeval tv{1, 0};  // a silent client must not hold this thread
+      ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+      uint64_t segment_id = 0;
+      Status request = ReadShmRequest(conn.get(), &segment_id);
+      if (!request.ok()) {
+        spdlog::warn("segment server: shm socket {}: {}", options_.shm_socket_path, request.message());
+        continue;
+      }
+      auto entry = table_->Find(segment_id);
+      Status sent;
+      if (entry && entry->shm_capable() && !entry->gate.closed()) {
+        sent = SendShmReply(conn.get(), StatusCode::kOk, segment_id, entry->segment.size,
+                            entry->memfd.get(), entry->flag_fd.get());
+      } else {
+        sent = SendShmReply(conn.get(), StatusCode::kStale, segment_id, 0, -1, -1);
+      }
+      if (!sent.ok()) spdlog::debug("segment server: shm reply: {}", sent.message());
+    }
+  }
+
+  // Gives the entry its own memfd reference and a served-flag page. On failure the segment
+  // is still served over tcp, just not over shm.
+  void PrepareShm(SegmentEntry& entry) {
+    const uint64_t id = entry.segment.segment_id;
+    entry.memfd.Reset(::fcntl(entry.segment.memfd, F_DUPFD_CLOEXEC, 0));
+    // Best effort: a sealed memfd cannot shrink under a client's mapping (SIGBUS there).
+    if (::fcntl(entry.memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+      spdlog::debug("segment server: segment {} memfd not sealable: {}", id, std::strerror(errno));
+    }
+    entry.flag_fd.Reset(::memfd_create("kvpool-served-flag", MFD_CLOEXEC));
+    void* page = MAP_FAILED;
+    if (entry.flag_fd.valid() && ::ftruncate(entry.flag_fd.get(), kShmFlagPageSize) == 0) {
+      page = ::mmap(nullptr, kShmFlagPageSize, PROT_READ | PROT_WRITE, MAP_SHARED, entry.flag_fd.get(), 0);
+    }
+    if (!entry.memfd.valid() || page == MAP_FAILED) {
+      spdlog::warn("segment server: segment {} served without shm: {}", id, std::strerror(errno));
+      entry.memfd.Reset();
+      return;
+    }
+    entry.flag_page = page;
+    ShmFlagSet(page, id, true);
+  }
+
+  const SegmentServerOptions options_;
+  const std::shared_ptr<SegmentTable> table_;
+  std::atomic<bool> stopped_{false};
+  std::string tcp_address_;
+  std::vector<ServerLoop> loops_;
+  std::unique_ptr<Acceptor> acceptor_;
+  UniqueFd shm_listener_;
+  UniqueFd shm_wake_;
+  std::thread shm_thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SegmentServer>> SegmentServer::Start(const SegmentServerOptions& options) {
+  auto server = std::make_unique<SegmentServerImpl>(options);
+  Status started = server->Init();
+  if (!started.ok()) return started;
+  return std::unique_ptr<SegmentServer>(std::move(server));
+}
+
+}  // namespace kvpool::transfer

@@ -1,0 +1,145 @@
+#include "transfer/shm_protocol.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "transfer/socket_util.h"
+
+namespace kvpool::transfer {
+namespace {
+
+template <typename T>
+void Put(uint8_t* out, size_t at, T value) {
+  std::memcpy(out + at, &value, sizeof(T));
+}
+template <typename T>
+T Get(const uint8_t* in, size_t at) {
+  T value;
+  std::memcpy(&value, in + at, sizeof(T));
+  return value;
+}
+
+void SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = timeout.count() / 1000;
+  tv.tv_usec = (timeout.count() % 1000) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segment_id,
+                                 std::chrono::milliseconds timeout) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
+    return InvalidArgument(fmt::format("bad shm socket path '{}'", socket_path));
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return ErrnoStatus(StatusCode::kInternal, "socket(AF_UNIX)", errno);
+  SetIoTimeout(sock.get(), timeout);
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return ErrnoStatus(StatusCode::kUnavailable, fmt::format("connect {}", socket_path), errno);
+  }
+
+  uint8_t request[kShmRequestSize] = {};
+  Put<uint32_t>(request, 0, kShmMagic);
+  request[4] = kShmVersion;
+  request[5] = kShmOpOpenSegment;
+  Put<uint64_t>(request, 8, segment_id);
+  if (::send(sock.get(), request, sizeof(request), MSG_NOSIGNAL) != sizeof(request)) {
+    return ErrnoStatus(StatusCode::kUnavailable, fmt::format("send to {}", socket_path), errno);
+  }
+
+  uint8_t reply[kShmReplySize] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  iovec iov{reply, sizeof(reply)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = ::recvmsg(sock.get(), &msg, MSG_CMSG_CLOEXEC);
+  if (n < 0) return ErrnoStatus(StatusCode::kUnavailable, fmt::format("recv from {}", socket_path), errno);
+
+  // Take ownership of any fds first so an error path never leaks them.
+  ShmGrant grant;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      int fds[2] = {-1, -1};
+      std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(count, 2) * sizeof(int));
+      for (size_t i = 2; i < count; ++i) {
+        int extra;
+        std::memcpy(&extra, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        ::close(extra);
+      }
+      grant.segment_fd.Reset(fds[0]);
+      grant.flag_fd.Reset(fds[1]);
+    }
+  }
+  if (n != static_cast<ssize_t>(kShmReplySize) || Get<uint32_t>(reply, 0) != kShmMagic ||
+      reply[4] != kShmVersion || (msg.msg_flags & MSG_CTRUNC)) {
+    return Internal(fmt::format("malformed shm reply from {}", socket_path));
+  }
+  auto status = static_cast<StatusCode>(Get<uint16_t>(reply, 6));
+  if (status != StatusCode::kOk) {
+    return Status(status, fmt::format("store at {} does not serve segment {}", socket_path, segment_id));
+  }
+  if (Get<uint64_t>(reply, 8) != segment_id || !grant.segment_fd.valid() || !grant.flag_fd.valid()) {
+    return Internal(fmt::format("shm reply from {} lacks the segment's fds", socket_path));
+  }
+  grant.size = Get<uint64_t>(reply, 16);
+  return grant;
+}
+
+Status ReadShmRequest(int fd, uint64_t* segment_id) {
+  uint8_t request[kShmRequestSize + 1] = {};
+  ssize_t n = ::recv(fd, request, sizeof(request), 0);
+  if (n != static_cast<ssize_t>(kShmRequestSize) || Get<uint32_t>(request, 0) != kShmMagic ||
+      request[4] != kShmVersion || request[5] != kShmOpOpenSegment) {
+    return InvalidArgument("malformed shm request");
+  }
+  *segment_id = Get<uint64_t>(request, 8);
+  return Status::Ok();
+}
+
+Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t size,
+                    int segment_fd, int flag_fd) {
+  uint8_t reply[kShmReplySize] = {};
+  Put<uint32_t>(reply, 0, kShmMagic);
+  reply[4] = kShmVersion;
+  reply[5] = kShmOpOpenSegment;
+  Put<uint16_t>(reply, 6, static_cast<uint16_t>(status));
+  Put<uint64_t>(reply, 8, segment_id);
+  Put<uint64_t>(reply, 16, size);
+  iovec iov{reply, sizeof(reply)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  if (status == StatusCode::kOk) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    int fds[2] = {segment_fd, flag_fd};
+    std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+  }
+  if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(reply))) {
+    return ErrnoStatus(StatusCode::kUnavailable, "shm reply", errno);
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvpool::transfer

@@ -1,0 +1,54 @@
+// The shm handshake (documented in README.md, "shm handshake"): a client asks a store's unix
+// socket (SOCK_SEQPACKET) for a segment id and receives, with SCM_RIGHTS, the segment's memfd
+// and a one-page "served flag" memfd. The flag page is how a client learns, without any
+// socket on the data path, that the segment was withdrawn: the server clears it on Withdraw.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "transfer/unique_fd.h"
+
+namespace kvpool::transfer {
+
+inline constexpr uint32_t kShmMagic = 0x5350564B;  // "KVPS" on the wire
+inline constexpr uint8_t kShmVersion = 1;
+inline constexpr uint8_t kShmOpOpenSegment = 1;
+inline constexpr size_t kShmRequestSize = 16;
+inline constexpr size_t kShmReplySize = 24;
+
+// Layout of the served-flag page: word 0 = 1 while served, 0 once withdrawn; word 1 = the
+// segment id. Written only by the server; read with acquire loads by clients.
+inline constexpr size_t kShmFlagPageSize = 4096;
+
+inline bool ShmFlagSaysServed(const void* flag_page) {
+  auto* word = const_cast<uint64_t*>(static_cast<const uint64_t*>(flag_page));
+  return std::atomic_ref<uint64_t>(*word).load(std::memory_order_acquire) == 1;
+}
+inline void ShmFlagSet(void* flag_page, uint64_t segment_id, bool served) {
+  auto* words = static_cast<uint64_t*>(flag_page);
+  std::atomic_ref<uint64_t>(words[1]).store(segment_id, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(words[0]).store(served ? 1 : 0, std::memory_order_release);
+}
+
+struct ShmGrant {
+  UniqueFd segment_fd;
+  UniqueFd flag_fd;
+  uint64_t size = 0;
+};
+
+// Client side: one request/reply exchange. STALE if the store does not serve the id;
+// UNAVAILABLE if the socket does not answer within `timeout`.
+Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segment_id,
+                                 std::chrono::milliseconds timeout);
+
+// Server side: reads one request from a connected socket.
+Status ReadShmRequest(int fd, uint64_t* segment_id);
+// Server side: replies; the two fds are attached only when status is OK.
+Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t size,
+                    int segment_fd, int flag_fd);
+
+}  // namespace kvpool::transfer

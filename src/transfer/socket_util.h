@@ -1,0 +1,40 @@
+// Small POSIX socket helpers shared by the tcp and shm paths: address parsing, socket
+// options, and blocking-with-deadline I/O for the (rare) control exchanges.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "transfer/unique_fd.h"
+
+namespace kvpool::transfer {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+// Splits "host:port" ("[::1]:80" for IPv6). Port must be 0..65535.
+Status SplitHostPort(std::string_view address, std::string* host, uint16_t* port);
+
+// Resolves "host:port" to one address (numeric hosts never touch DNS).
+Result<SocketAddress> ResolveTcpAddress(std::string_view address);
+
+// "ip:port" of a bound socket.
+std::string FormatSocketAddress(const SocketAddress& address);
+
+Status SetNonBlocking(int fd);
+
+// TCP_NODELAY; SO_SNDBUF / SO_RCVBUF when the size is > 0 (0 leaves the kernel's autotuning).
+void SetTcpDataOptions(int fd, int send_buffer_bytes, int receive_buffer_bytes);
+
+// Status from errno with a short context: "connect 10.0.0.1:80: Connection refused".
+Status ErrnoStatus(StatusCode code, std::string_view context, int err);
+
+}  // namespace kvpool::transfer

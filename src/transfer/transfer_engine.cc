@@ -1,0 +1,175 @@
+#include "transfer/transfer_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "transfer/batch_state.h"
+#include "transfer/shm_transport.h"
+#include "transfer/tcp_transport.h"
+#include "transfer/transport.h"
+
+namespace kvpool::transfer {
+namespace {
+
+bool SameEndpoint(const SegmentEndpoint& a, const SegmentEndpoint& b) {
+  return a.segment_id == b.segment_id && a.store_id == b.store_id && a.host_id == b.host_id &&
+         a.tcp_address == b.tcp_address && a.shm_socket == b.shm_socket && a.size == b.size;
+}
+
+class BatchHandle final : public TransferBatch {
+ public:
+  explicit BatchHandle(std::shared_ptr<BatchState> state) : state_(std::move(state)) {}
+  ~BatchHandle() override {
+    Status ignored = state_->Wait(std::chrono::steady_clock::time_point::min());
+    (void)ignored;
+  }
+  Status Wait(std::chrono::steady_clock::time_point deadline) override { return state_->Wait(deadline); }
+  bool Done() const override { return state_->Done(); }
+  const std::vector<Status>& results() const override { return state_->results(); }
+
+ private:
+  std::shared_ptr<BatchState> state_;
+};
+
+}  // namespace
+
+struct TransferEngine::Impl {
+  struct Route {
+    SegmentEndpoint endpoint;
+    std::shared_ptr<SegmentChannel> channel;
+  };
+
+  explicit Impl(const TransferOptions& o)
+      : options(o), host_id(LocalHostId()), shm(o), tcp(o) {}
+
+  const TransferOptions options;
+  const std::string host_id;
+  ShmTransport shm;
+  TcpTransport tcp;
+
+  // Declared after the transports: channels die before the io threads they use.
+  mutable std::mutex mu;
+  std::unordered_map<uint64_t, Route> routes;
+
+  std::mutex memory_mu;
+  std::map<const void*, std::pair<size_t, int>> registered;  // addr -> (length, count)
+};
+
+TransferEngine::TransferEngine(TransferOptions options) : impl_(std::make_unique<Impl>(options)) {}
+
+TransferEngine::~TransferEngine() = default;
+
+Status TransferEngine::RegisterMemory(void* addr, size_t length) {
+  if (addr == nullptr || length == 0) return InvalidArgument("cannot register an empty range");
+  std::lock_guard<std::mutex> lock(impl_->memory_mu);
+  auto& entry = impl_->registered[addr];
+  entry.first = std::max(entry.first, length);
+  entry.second++;
+  return Status::Ok();
+}
+
+Status TransferEngine::UnregisterMemory(void* addr) {
+  std::lock_guard<std::mutex> lock(impl_->memory_mu);
+  auto it = impl_->registered.find(addr);
+  if (it == impl_->registered.end()) return NotFound(fmt::format("memory at {} is not registered", addr));
+  if (--it->second.second == 0) impl_->registered.erase(it);
+  return Status::Ok();
+}
+
+Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->routes.find(endpoint.segment_id);
+    if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint)) return Status::Ok();
+  }
+  std::shared_ptr<SegmentChannel> channel;
+  if (impl_->options.allow_shm && endpoint.host_id == impl_->host_id && !endpoint.shm_socket.empty()) {
+    auto shm = impl_->shm.Open(endpoint);
+    if (shm.ok()) {
+      channel = std::move(shm.value());
+    } else {
+      spdlog::info("transfer: segment {} via tcp: shm unavailable ({})", endpoint.segment_id,
+                   shm.status().ToString());
+    }
+  }
+  if (!channel) {
+    auto tcp = impl_->tcp.Open(endpoint);
+    if (!tcp.ok()) return tcp.status();
+    channel = std::move(tcp.value());
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->routes[endpoint.segment_id] = {endpoint, std::move(channel)};
+  return Status::Ok();
+}
+
+void TransferEngine::CloseSegment(uint64_t segment_id) {
+  std::shared_ptr<SegmentChannel> dropped;  // released outside the lock
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->routes.find(segment_id);
+  if (it == impl_->routes.end()) return;
+  dropped = std::move(it->second.channel);
+  impl_->routes.erase(it);
+}
+
+std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRequest> requests) {
+  auto batch = std::make_shared<BatchState>(requests.size());
+  // Valid requests grouped by channel, in submission order within each channel.
+  std::vector<std::pair<std::shared_ptr<SegmentChannel>, std::vector<ChannelOp>>> groups;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const TransferRequest& r = requests[i];
+      auto it = impl_->routes.find(r.segment_id);
+      if (it == impl_->routes.end()) {
+        batch->FinishPart(i, Stale(fmt::format("segment {} is not open", r.segment_id)));
+        continue;
+      }
+      const auto& route = it->second;
+      uint64_t size = route.channel->size() > 0 ? route.channel->size() : route.endpoint.size;
+      if (r.length == 0) {
+        batch->FinishPart(i, Status::Ok());
+        continue;
+      }
+      if (r.local == nullptr) {
+        batch->FinishPart(i, InvalidArgument("request has no local buffer"));
+        continue;
+      }
+      if (size > 0 && (r.offset > size || r.length > size - r.offset)) {
+        batch->FinishPart(i, InvalidArgument(fmt::format("[{}, +{}) is outside segment {} of {} bytes",
+                                                         r.offset, r.length, r.segment_id, size)));
+        continue;
+      }
+      auto group = std::find_if(groups.begin(), groups.end(),
+                                [&](const auto& g) { return g.first == route.channel; });
+      if (group == groups.end()) {
+        groups.emplace_back(route.channel, std::vector<ChannelOp>{});
+        group = groups.end() - 1;
+      }
+      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i});
+    }
+  }
+  for (auto& [channel, ops] : groups) channel->Submit(ops, batch);
+  return std::make_unique<BatchHandle>(std::move(batch));
+}
+
+Status TransferEngine::Transfer(std::span<const TransferRequest> requests,
+                                std::chrono::steady_clock::time_point deadline,
+                                std::vector<Status>* per_request) {
+  auto batch = Submit(requests);
+  Status status = batch->Wait(deadline);
+  if (per_request != nullptr) *per_request = batch->results();
+  return status;
+}
+
+std::string TransferEngine::TransportFor(uint64_t segment_id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->routes.find(segment_id);
+  return it == impl_->routes.end() ? "" : std::string(it->second.channel->transport_name());
+}
+
+}  // namespace kvpool::transfer

@@ -1,0 +1,322 @@
+// Round trips through real SegmentServers over real sockets and memfds: shm and tcp
+// (allow_shm=false forces tcp on one host).
+#include "transfer/transfer_engine.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "transfer/segment_server.h"
+#include "transfer/memfd_region.h"
+
+namespace kvpool::transfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kSegment = 7;
+constexpr uint64_t kSegmentSize = 48 << 20;
+
+Clock::time_point Soon() { return Clock::now() + std::chrono::seconds(30); }
+
+std::vector<char> RandomBytes(size_t n, uint64_t seed) {
+  std::vector<char> out(n);
+  std::mt19937_64 rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(out.data() + i, &v, 8);
+  }
+  for (; i < n; ++i) out[i] = static_cast<char>(rng());
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/kvpool-transfer-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// One store: a memfd segment served over tcp and shm.
+class StoreFixture {
+ public:
+  StoreFixture() {
+    region = std::move(MemfdRegion::Create(kSegmentSize).value());
+    SegmentServerOptions options;
+    options.shm_socket_path = dir.path() + "/store.sock";
+    server = std::move(SegmentServer::Start(options).value());
+    server->Serve({kSegment, region->data(), region->size(), region->memfd()});
+  }
+  SegmentEndpoint Endpoint(uint64_t id, uint64_t size) const {
+    return {id, "store-a", LocalHostId(), server->tcp_address(), server->shm_socket_path(), size};
+  }
+
+  TempDir dir;
+  std::unique_ptr<MemfdRegion> region;
+  std::unique_ptr<SegmentServer> server;
+};
+
+class TransferRoundTripTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    TransferOptions options;
+    options.allow_shm = std::string(GetParam()) == "shm";
+    engine_ = std::make_unique<TransferEngine>(options);
+    ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(kSegment, kSegmentSize)).ok());
+    ASSERT_EQ(engine_->TransportFor(kSegment), GetParam());
+  }
+
+  Status Move(OpKind kind, void* local, uint64_t segment, uint64_t offset, uint64_t length) {
+    TransferRequest r{kind, local, segment, offset, length};
+    return engine_->Transfer({&r, 1}, Soon());
+  }
+
+  StoreFixture store_;
+  std::unique_ptr<TransferEngine> engine_;
+};
+
+TEST_P(TransferRoundTripTest, RoundTripsEverySize) {
+  std::mt19937_64 rng(1);
+  for (uint64_t size : {uint64_t{1}, uint64_t{3}, uint64_t{4096}, uint64_t{65537}, uint64_t{1} << 20,
+                        (uint64_t{4} << 20) + 1, uint64_t{16} << 20}) {
+    SCOPED_TRACE(size);
+    std::vector<char> source = RandomBytes(size, size);
+    uint64_t offset = rng() % (kSegmentSize - size + 1);
+    ASSERT_TRUE(Move(OpKind::kWrite, source.data(), kSegment, offset, size).ok());
+    // The bytes are in the store's memory...
+    ASSERT_EQ(std::memcmp(store_.region->data() + offset, source.data(), size), 0);
+    // ...and come back.
+    std::vector<char> back(size, '\xAB');
+    ASSERT_TRUE(Move(OpKind::kRead, back.data(), kSegment, offset, size).ok());
+    ASSERT_EQ(std::memcmp(back.data(), source.data(), size), 0);
+  }
+}
+
+TEST_P(TransferRoundTripTest, ManyBatchesFromSeveralThreads) {
+  constexpr int kThreads = 4;
+  constexpr uint64_t kSlice = kSegmentSize / kThreads;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      for (int round = 0; round < 15; ++round) {
+        std::vector<TransferRequest> writes, reads;
+        std::vector<std::vector<char>> sources, backs;
+        uint64_t offset = t * kSlice;
+        for (int i = 0; i < 8; ++i) {
+          uint64_t len = 1 + rng() % (1 << 20);
+          sources.push_back(RandomBytes(len, rng()));
+          backs.emplace_back(len);
+          writes.push_back({OpKind::kWrite, sources.back().data(), kSegment, offset, len});
+          reads.push_back({OpKind::kRead, backs.back().data(), kSegment, offset, len});
+          offset += len;
+        }
+        if (!engine_->Transfer(writes, Soon()).ok() || !engine_->Transfer(reads, Soon()).ok()) {
+          failures++;
+          return;
+        }
+        for (int i = 0; i < 8; ++i) {
+          if (backs[i] != sources[i]) failures++;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_P(TransferRoundTripTest, BadRequestsFailAloneAndTheRestSucceed) {
+  auto other = MemfdRegion::Create(1 << 20).value();
+  store_.server->Serve({8, other->data(), other->size(), other->memfd()});
+  ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(8, other->size())).ok());
+  store_.server->Withdraw(8);
+
+  std::vector<char> a = RandomBytes(100000, 1), b = RandomBytes(5000, 2), scratch(4096);
+  std::vector<TransferRequest> batch = {
+      {OpKind::kWrite, a.data(), kSegment, 0, a.size()},
+      {OpKind::kWrite, scratch.data(), kSegment, kSegmentSize - 10, scratch.size()},  // out of bounds
+      {OpKind::kRead, scratch.data(), 999, 0, scratch.size()},                          // never opened
+      {OpKind::kWrite, b.data(), kSegment, 200000, b.size()},
+      {OpKind::kRead, scratch.data(), 8, 0, scratch.size()},                            // withdrawn
+  };
+  std::vector<Status> results;
+  Status overall = engine_->Transfer(batch, Soon(), &results);
+  EXPECT_FALSE(overall.ok());
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_TRUE(results[0].ok()) << results[0].ToString();
+  EXPECT_EQ(results[1].code(), StatusCode::kInvalidArgument) << results[1].ToString();
+  EXPECT_EQ(results[2].code(), StatusCode::kStale) << results[2].ToString();
+  EXPECT_TRUE(results[3].ok()) << results[3].ToString();
+  EXPECT_EQ(results[4].code(), StatusCode::kStale) << results[4].ToString();
+  EXPECT_EQ(std::memcmp(store_.region->data(), a.data(), a.size()), 0);
+  EXPECT_EQ(std::memcmp(store_.region->data() + 200000, b.data(), b.size()), 0);
+}
+
+TEST_P(TransferRoundTripTest, FarSideChecksBoundsWhenTheEndpointSizeIsUnknown) {
+  engine_->CloseSegment(kSegment);
+  ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(kSegment, 0)).ok());
+  std::vector<char> buf(8192);
+  EXPECT_EQ(Move(OpKind::kRead, buf.data(), kSegment, kSegmentSize - 4096, buf.size()).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Move(OpKind::kWrite, buf.data(), kSegment, kSegmentSize + 1, 1).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Move(OpKind::kRead, buf.data(), kSegment, kSegmentSize - 8192, buf.size()).ok());
+}
+
+TEST_P(TransferRoundTripTest, WithdrawnSegmentIsStaleUntilServedAgain) {
+  auto first = MemfdRegion::Create(1 << 20).value();
+  FillPattern(first->data(), 0, first->size(), 1);
+  store_.server->Serve({9, first->data(), first->size(), first->memfd()});
+  ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(9, first->size())).ok());
+  std::vector<char> buf(300000), expected(buf.size());
+  ASSERT_TRUE(Move(OpKind::kRead, buf.data(), 9, 0, buf.size()).ok());
+  FillPattern(expected.data(), 0, expected.size(), 1);
+  EXPECT_EQ(buf, expected);
+
+  store_.server->Withdraw(9);
+  EXPECT_EQ(Move(OpKind::kRead, buf.data(), 9, 0, buf.size()).code(), StatusCode::kStale);
+  EXPECT_EQ(Move(OpKind::kWrite, buf.data(), 9, 0, 10).code(), StatusCode::kStale);
+
+  // The store serves the id again from other memory; reopening the segment picks it up.
+  auto second = MemfdRegion::Create(1 << 20).value();
+  FillPattern(second->data(), 0, second->size(), 2);
+  store_.server->Serve({9, second->data(), second->size(), second->memfd()});
+  engine_->CloseSegment(9);
+  ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(9, second->size())).ok());
+  Status again = Move(OpKind::kRead, buf.data(), 9, 0, buf.size());
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  FillPattern(expected.data(), 0, expected.size(), 2);
+  EXPECT_EQ(buf, expected);
+}
+
+TEST_P(TransferRoundTripTest, ReplacedSegmentIsFollowedWithoutReopening) {
+  auto first = MemfdRegion::Create(1 << 20).value();
+  FillPattern(first->data(), 0, first->size(), 3);
+  store_.server->Serve({10, first->data(), first->size(), first->memfd()});
+  ASSERT_TRUE(engine_->OpenSegment(store_.Endpoint(10, first->size())).ok());
+  std::vector<char> buf(4096), expected(4096);
+  ASSERT_TRUE(Move(OpKind::kRead, buf.data(), 10, 0, buf.size()).ok());
+
+  auto second = MemfdRegion::Create(1 << 20).value();
+  FillPattern(second->data(), 0, second->size(), 4);
+  store_.server->Serve({10, second->data(), second->size(), second->memfd()});  // replaces
+  ASSERT_TRUE(Move(OpKind::kRead, buf.data(), 10, 0, buf.size()).ok());
+  FillPattern(expected.data(), 0, expected.size(), 4);
+  EXPECT_EQ(buf, expected);
+}
+
+TEST_P(TransferRoundTripTest, ZeroLengthSucceedsAndNullBufferFails) {
+  std::vector<Status> results;
+  std::vector<TransferRequest> batch = {{OpKind::kRead, nullptr, kSegment, 0, 0},
+                                        {OpKind::kRead, nullptr, kSegment, 0, 10}};
+  EXPECT_FALSE(engine_->Transfer(batch, Soon(), &results).ok());
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_EQ(results[1].code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(TransferRoundTripTest, ClosedSegmentIsStale) {
+  engine_->CloseSegment(kSegment);
+  char byte;
+  EXPECT_EQ(Move(OpKind::kRead, &byte, kSegment, 0, 1).code(), StatusCode::kStale);
+  EXPECT_EQ(engine_->TransportFor(kSegment), "");
+}
+
+TEST_P(TransferRoundTripTest, SubmitThenPollThenWait) {
+  std::vector<char> buf(2 << 20);
+  TransferRequest r{OpKind::kRead, buf.data(), kSegment, 0, buf.size()};
+  auto batch = engine_->Submit({&r, 1});
+  while (!batch->Done()) std::this_thread::yield();
+  EXPECT_TRUE(batch->Wait(Soon()).ok());
+  ASSERT_EQ(batch->results().size(), 1u);
+  EXPECT_TRUE(batch->results()[0].ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransferRoundTripTest, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(TransportChoiceTest, OtherHostsAndMissingShmSocketsUseTcp) {
+  StoreFixture store;
+  TransferEngine engine;
+  SegmentEndpoint here = store.Endpoint(kSegment, kSegmentSize);
+  ASSERT_TRUE(engine.OpenSegment(here).ok());
+  EXPECT_EQ(engine.TransportFor(kSegment), "shm");
+
+  SegmentEndpoint elsewhere = here;
+  elsewhere.host_id = "some-other-host";
+  ASSERT_TRUE(engine.OpenSegment(elsewhere).ok());
+  EXPECT_EQ(engine.TransportFor(kSegment), "tcp");
+
+  SegmentEndpoint no_socket = here;
+  no_socket.shm_socket = store.dir.path() + "/nobody-listens.sock";
+  ASSERT_TRUE(engine.OpenSegment(no_socket).ok());
+  EXPECT_EQ(engine.TransportFor(kSegment), "tcp");
+
+  std::vector<char> buf(1000);
+  TransferRequest r{OpKind::kRead, buf.data(), kSegment, 0, buf.size()};
+  EXPECT_TRUE(engine.Transfer({&r, 1}, Soon()).ok());
+}
+
+TEST(TransportChoiceTest, NoReachableAddressFailsToOpen) {
+  TransferEngine engine;
+  SegmentEndpoint nowhere{1, "store", "other-host", "", "", 100};
+  EXPECT_FALSE(engine.OpenSegment(nowhere).ok());
+  nowhere.tcp_address = "not-an-address";
+  EXPECT_FALSE(engine.OpenSegment(nowhere).ok());
+}
+
+TEST(LocalHostIdTest, StableAndOverridable) {
+  ::unsetenv("KVPOOL_HOST_ID");
+  std::string id = LocalHostId();
+  EXPECT_FALSE(id.empty());
+  EXPECT_EQ(id, LocalHostId());
+  ::setenv("KVPOOL_HOST_ID", "simulated-host-2", 1);
+  EXPECT_EQ(LocalHostId(), "simulated-host-2");
+  ::unsetenv("KVPOOL_HOST_ID");
+  EXPECT_EQ(LocalHostId(), id);
+}
+
+// A peer that accepts connections (the kernel does, into the backlog) but never answers.
+TEST(DeadlineTest, WaitWithAPastDeadlineReturnsTimeout) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+
+  TransferEngine engine;
+  ASSERT_TRUE(engine.OpenSegment({1, "silent", "other-host", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "", 1 << 20}).ok());
+  std::vector<char> buf(1 << 20, 'x');
+  std::vector<TransferRequest> batch = {{OpKind::kRead, buf.data(), 1, 0, 4096},
+                                        {OpKind::kWrite, buf.data(), 1, 0, buf.size()}};
+  auto submitted = engine.Submit(batch);
+  EXPECT_EQ(submitted->Wait(Clock::now() - std::chrono::milliseconds(1)).code(), StatusCode::kTimeout);
+  ASSERT_EQ(submitted->results().size(), 2u);
+  EXPECT_EQ(submitted->results()[0].code(), StatusCode::kTimeout);
+  EXPECT_EQ(submitted->results()[1].code(), StatusCode::kTimeout);
+
+  // A short real deadline behaves the same, and returns.
+  auto second = engine.Submit(batch);
+  EXPECT_EQ(second->Wait(Clock::now() + std::chrono::milliseconds(50)).code(), StatusCode::kTimeout);
+  ::close(listener);
+}
+
+}  // namespace
+}  // namespace kvpool::transfer
