@@ -23,5 +23,9 @@ run_suite build
 configure build-asan -DCMAKE_BUILD_TYPE=Debug -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan
 
+# Debian's gRPC and abseil are not built with TSan, so tests that run a gRPC server or client
+# report races inside those libraries; TSan covers every unit test that does not.
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
-TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit
+TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit \
+  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|SaveEngineTest|PrefixLookupTest)'
+echo "== all suites passed"

@@ -10,20 +10,11 @@
 #include <fmt/format.h>
 
 #include "transfer/socket_util.h"
+#include "transfer/wire_bytes.h"
 
 namespace kvpool::transfer {
 namespace {
 
-template <typename T>
-void Put(uint8_t* out, size_t at, T value) {
-  std::memcpy(out + at, &value, sizeof(T));
-}
-template <typename T>
-T Get(const uint8_t* in, size_t at) {
-  T value;
-  std::memcpy(&value, in + at, sizeof(T));
-  return value;
-}
 
 void SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
   timeval tv{};
@@ -51,10 +42,10 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
   }
 
   uint8_t request[kShmRequestSize] = {};
-  Put<uint32_t>(request, 0, kShmMagic);
+  PutField<uint32_t>(request, 0, kShmMagic);
   request[4] = kShmVersion;
   request[5] = kShmOpOpenSegment;
-  Put<uint64_t>(request, 8, segment_id);
+  PutField<uint64_t>(request, 8, segment_id);
   if (::send(sock.get(), request, sizeof(request), MSG_NOSIGNAL) != sizeof(request)) {
     return ErrnoStatus(StatusCode::kUnavailable, fmt::format("send to {}", socket_path), errno);
   }
@@ -86,41 +77,41 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
       grant.flag_fd.Reset(fds[1]);
     }
   }
-  if (n != static_cast<ssize_t>(kShmReplySize) || Get<uint32_t>(reply, 0) != kShmMagic ||
+  if (n != static_cast<ssize_t>(kShmReplySize) || GetField<uint32_t>(reply, 0) != kShmMagic ||
       reply[4] != kShmVersion || (msg.msg_flags & MSG_CTRUNC)) {
     return Internal(fmt::format("malformed shm reply from {}", socket_path));
   }
-  auto status = static_cast<StatusCode>(Get<uint16_t>(reply, 6));
+  auto status = static_cast<StatusCode>(GetField<uint16_t>(reply, 6));
   if (status != StatusCode::kOk) {
     return Status(status, fmt::format("store at {} does not serve segment {}", socket_path, segment_id));
   }
-  if (Get<uint64_t>(reply, 8) != segment_id || !grant.segment_fd.valid() || !grant.flag_fd.valid()) {
+  if (GetField<uint64_t>(reply, 8) != segment_id || !grant.segment_fd.valid() || !grant.flag_fd.valid()) {
     return Internal(fmt::format("shm reply from {} lacks the segment's fds", socket_path));
   }
-  grant.size = Get<uint64_t>(reply, 16);
+  grant.size = GetField<uint64_t>(reply, 16);
   return grant;
 }
 
 Status ReadShmRequest(int fd, uint64_t* segment_id) {
   uint8_t request[kShmRequestSize + 1] = {};
   ssize_t n = ::recv(fd, request, sizeof(request), 0);
-  if (n != static_cast<ssize_t>(kShmRequestSize) || Get<uint32_t>(request, 0) != kShmMagic ||
+  if (n != static_cast<ssize_t>(kShmRequestSize) || GetField<uint32_t>(request, 0) != kShmMagic ||
       request[4] != kShmVersion || request[5] != kShmOpOpenSegment) {
     return InvalidArgument("malformed shm request");
   }
-  *segment_id = Get<uint64_t>(request, 8);
+  *segment_id = GetField<uint64_t>(request, 8);
   return Status::Ok();
 }
 
 Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t size,
                     int segment_fd, int flag_fd) {
   uint8_t reply[kShmReplySize] = {};
-  Put<uint32_t>(reply, 0, kShmMagic);
+  PutField<uint32_t>(reply, 0, kShmMagic);
   reply[4] = kShmVersion;
   reply[5] = kShmOpOpenSegment;
-  Put<uint16_t>(reply, 6, static_cast<uint16_t>(status));
-  Put<uint64_t>(reply, 8, segment_id);
-  Put<uint64_t>(reply, 16, size);
+  PutField<uint16_t>(reply, 6, static_cast<uint16_t>(status));
+  PutField<uint64_t>(reply, 8, segment_id);
+  PutField<uint64_t>(reply, 16, size);
   iovec iov{reply, sizeof(reply)};
   msghdr msg{};
   msg.msg_iov = &iov;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Regenerates docs/benchmarks.md (pool core section): kvpool's same-host (shm) and tcp paths
+# side by side, in one run, with their baselines: plain memcpy of the same bytes, redis-server
+# and memcached over unix sockets (pipelined), raw loopback TCP, and the master's batch calls.
+# Every process is real and separate: master, storage service, bench client.
+#
+# usage: scripts/bench-pool.sh [RESULTS_DIR]   (raw JSON lands there; default bench-results/)
+# Run it on a quiet machine: figures are medians over repetitions, compared as ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RESULTS=${1:-bench-results}
+mkdir -p "$RESULTS"
+rm -f "$RESULTS"/*.jsonl "$RESULTS"/*.json
+cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build -j "$(nproc)" kvpool kvpool_kv_baseline_bench kvpool_master_bench kvpool_transfer_bench >/dev/null
+KVPOOL=build/src/cli/kvpool
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+SIZES=${SIZES:-"64KiB 256KiB 1MiB 4MiB 8MiB"}
+PHASE_BYTES=${PHASE_BYTES:-512MiB}
+REPEAT=${REPEAT:-5}
+
+echo "== pool: kvpool master + kvpool store (2 GiB) as separate processes"
+export KVPOOL_MASTER=127.0.0.1:$(free_port)
+$KVPOOL master --listen "$KVPOOL_MASTER" --metrics-listen "" >"$WORK/master.log" 2>&1 & PIDS+=($!)
+$KVPOOL store --master "$KVPOOL_MASTER" --memory 2GiB --listen 127.0.0.1:0 --shm-dir "$WORK" >"$WORK/store.log" 2>&1 & PIDS+=($!)
+for _ in $(seq 150); do $KVPOOL stat --timeout-ms 200 2>/dev/null | grep -q segment && break; sleep 0.2; done
+grep -h "pre-faulted" "$WORK/store.log" || true
+for size in $SIZES; do
+  $KVPOOL bench --json --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" | tee -a "$RESULTS/pool-shm.jsonl"
+  $KVPOOL bench --json --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" --no-shm | tee -a "$RESULTS/pool-tcp.jsonl"
+done
+for batch in 32 128; do  # small values: how far batching amortises the metadata round trip
+  $KVPOOL bench --json --value-size 64KiB --batch "$batch" --bytes "$PHASE_BYTES" --repeat "$REPEAT" | tee -a "$RESULTS/pool-shm-batches.jsonl"
+done
+
+echo "== redis-server and memcached on unix sockets"
+redis-server --port 0 --unixsocket "$WORK/redis.sock" --save "" --appendonly no --logfile "$WORK/redis.log" & PIDS+=($!)
+memcached -s "$WORK/memcached.sock" -m 3072 -I 16m -t 2 -u root >"$WORK/memcached.log" 2>&1 & PIDS+=($!)
+for _ in $(seq 50); do [ -S "$WORK/redis.sock" ] && [ -S "$WORK/memcached.sock" ] && break; sleep 0.1; done
+for size in $SIZES; do
+  build/bench/kvpool_kv_baseline_bench --redis "$WORK/redis.sock" --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" | tee -a "$RESULTS/redis.jsonl"
+  build/bench/kvpool_kv_baseline_bench --memcached "$WORK/memcached.sock" --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" | tee -a "$RESULTS/memcached.jsonl"
+done
+
+echo "== transfer engine alone vs raw loopback tcp and memcpy (in one process)"
+build/src/transfer/kvpool_transfer_bench --reps 7 --json | tee "$RESULTS/transfer.json"
+
+echo "== master: BatchExists (1,000-key batches) and BatchPutStart+End (128) with 4 client threads"
+build/bench/kvpool_master_bench --threads 4 --seconds 3 --json | tee "$RESULTS/master.json"
+
+/usr/bin/python3 scripts/render_benchmarks.py "$RESULTS" > "$WORK/benchmarks.md"
+mv "$WORK/benchmarks.md" docs/benchmarks.md
+echo "== wrote docs/benchmarks.md"
