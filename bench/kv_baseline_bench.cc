@@ -220,8 +220,10 @@ int main(int argc, char** argv) {
     std::vector<char> put(value_size * batch, 'p'), got(value_size * batch);
     std::vector<double> set_gbps, get_gbps;
     using Clock = std::chrono::steady_clock;
-    for (int rep = 0; rep < repeat; ++rep) {
-      auto key = [&](uint64_t object) { return fmt::format("bench:{}:{}", rep, object); };
+    // Every repetition writes the same keys, so after the first (a warm-up, not counted) the
+    // server reuses memory it already touched, as kvpool's pre-faulted segment does.
+    auto key = [](uint64_t object) { return fmt::format("bench:{}", object); };
+    for (int rep = -1; rep < repeat; ++rep) {
       auto t0 = Clock::now();
       for (uint64_t b = 0; b < batches; ++b) {
         std::vector<iovec> parts;
@@ -237,7 +239,7 @@ int main(int argc, char** argv) {
         conn.Send(parts);
         for (int i = 0; i < batch; ++i) protocol.ReadSetReply(conn);
       }
-      set_gbps.push_back(static_cast<double>(moved) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+      const double set_rate = static_cast<double>(moved) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
       t0 = Clock::now();
       for (uint64_t b = 0; b < batches; ++b) {
         std::vector<iovec> parts;
@@ -254,7 +256,11 @@ int main(int argc, char** argv) {
           if (head != b * batch + i || tail != head) throw std::runtime_error("wrong bytes read back");
         }
       }
-      get_gbps.push_back(static_cast<double>(moved) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+      const double get_rate = static_cast<double>(moved) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+      if (rep >= 0) {
+        set_gbps.push_back(set_rate);
+        get_gbps.push_back(get_rate);
+      }
     }
     fmt::print("{{\"system\": \"{}\", \"value_size\": {}, \"batch\": {}, \"bytes_per_phase\": {}, \"repeat\": {}, "
                "\"set_gbps\": {:.4f}, \"get_gbps\": {:.4f}}}\n",

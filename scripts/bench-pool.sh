@@ -24,12 +24,21 @@ SIZES=${SIZES:-"64KiB 256KiB 1MiB 4MiB 8MiB"}
 PHASE_BYTES=${PHASE_BYTES:-512MiB}
 REPEAT=${REPEAT:-5}
 
+# A production store host reserves huge pages for its segment (src/store/README.md); do the same
+# for the run when we may (root), and give them back afterwards.
+OLD_HUGEPAGES=$(cat /proc/sys/vm/nr_hugepages)
+if [ -w /proc/sys/vm/nr_hugepages ] && [ "${HUGEPAGES:-1}" = 1 ]; then
+  echo 1100 > /proc/sys/vm/nr_hugepages || true
+fi
+restore_hugepages() { [ -w /proc/sys/vm/nr_hugepages ] && echo "$OLD_HUGEPAGES" > /proc/sys/vm/nr_hugepages || true; }
+trap 'cleanup; restore_hugepages' EXIT
+
 echo "== pool: kvpool master + kvpool store (2 GiB) as separate processes"
 export KVPOOL_MASTER=127.0.0.1:$(free_port)
 $KVPOOL master --listen "$KVPOOL_MASTER" --metrics-listen "" >"$WORK/master.log" 2>&1 & PIDS+=($!)
 $KVPOOL store --master "$KVPOOL_MASTER" --memory 2GiB --listen 127.0.0.1:0 --shm-dir "$WORK" >"$WORK/store.log" 2>&1 & PIDS+=($!)
 for _ in $(seq 150); do $KVPOOL stat --timeout-ms 200 2>/dev/null | grep -q segment && break; sleep 0.2; done
-grep -h "pre-faulted" "$WORK/store.log" || true
+grep -h "pre-faulted" "$WORK/store.log" | sed 's/.*segment /segment /' | tee "$RESULTS/store-backing.txt" || true
 for size in $SIZES; do
   $KVPOOL bench --json --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" | tee -a "$RESULTS/pool-shm.jsonl"
   $KVPOOL bench --json --value-size "$size" --batch 8 --bytes "$PHASE_BYTES" --repeat "$REPEAT" --no-shm | tee -a "$RESULTS/pool-tcp.jsonl"

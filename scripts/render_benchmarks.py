@@ -61,6 +61,9 @@ def render(results):
       "and noisy, so every figure is a median over repetitions and the verdicts are ratios taken "
       "inside one run. Regenerate with `scripts/bench-pool.sh` (raw JSON in `bench-results/`).")
     w("")
+    backing = open(f"{results}/store-backing.txt").read().strip() if os.path.exists(f"{results}/store-backing.txt") else "?"
+    w(f"Store: {backing}.")
+    w("")
     w("Setup: `kvpool master` and `kvpool store --memory 2GiB` as separate processes, "
       "`kvpool bench` as the client process; 1 client thread, batches of 8 values; each repetition "
       "puts then gets (checking every value's stamps) then removes the phase's objects.")

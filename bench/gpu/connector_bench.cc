@@ -25,7 +25,7 @@
 
 #include "connector/chunk_packing.h"
 #include "transfer/segment_server.h"
-#include "transfer/test_segment.h"
+#include "transfer/memfd_region.h"
 #include "transfer/transfer_engine.h"
 
 using namespace kvpool;
