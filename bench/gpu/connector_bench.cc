@@ -81,18 +81,20 @@ std::vector<BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t 
   return all;
 }
 
-// Best of `reps` timings of fn() (each fully synchronised).
+// Median of `reps` timings of fn() (each fully synchronised), after one untimed warm-up run.
 template <typename F>
-double BestSeconds(int reps, F fn) {
-  double best = 1e30;
+double MedianSeconds(int reps, F fn) {
+  fn();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaDeviceSynchronize());
     const auto t0 = Clock::now();
     fn();
     CHECK_CUDA(cudaDeviceSynchronize());
-    best = std::min(best, Seconds(t0, Clock::now()));
+    times.push_back(Seconds(t0, Clock::now()));
   }
-  return best;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 struct Row {
@@ -118,15 +120,15 @@ void KernelBench(const char* name, const PagedKvLayout& layout, uint64_t tokens)
   CHECK_CUDA(cudaMemset(staging, 0x5a, bytes));
   auto packer = NewCudaChunkPacker(0).value();
   ChunkTransfer t{&cache.cache, table, chunk_tokens, 0, chunks, 0, static_cast<std::byte*>(staging)};
-  const double unpack = BestSeconds(5, [&] {
+  const double unpack = MedianSeconds(9, [&] {
     CHECK_OK(packer->Unpack(t));
     CHECK_OK(packer->Wait());
   });
-  const double pack = BestSeconds(5, [&] {
+  const double pack = MedianSeconds(9, [&] {
     CHECK_OK(packer->Pack(t));
     CHECK_OK(packer->Wait());
   });
-  const double d2d = BestSeconds(5, [&] { CHECK_CUDA(cudaMemcpy(copy_dst, staging, bytes, cudaMemcpyDeviceToDevice)); });
+  const double d2d = MedianSeconds(9, [&] { CHECK_CUDA(cudaMemcpy(copy_dst, staging, bytes, cudaMemcpyDeviceToDevice)); });
   const double ref = bytes / d2d / 1e9;
   rows.push_back({std::string("unpack ") + name, bytes / unpack / 1e9, ref, 0.70, bytes / unpack / 1e9 >= 0.70 * ref});
   rows.push_back({std::string("pack   ") + name, bytes / pack / 1e9, ref, 0.70, bytes / pack / 1e9 >= 0.70 * ref});
@@ -202,14 +204,14 @@ void RestoreBench(const PagedKvLayout& layout, uint64_t tokens, int copy_threads
     CHECK_OK(packer->Wait());
   };
   restore();  // warm: maps, first-touch
-  const double restore_s = BestSeconds(3, restore);
+  const double restore_s = MedianSeconds(5, restore);
 
   void* dev;
   CHECK_CUDA(cudaMalloc(&dev, bytes));
   std::byte* pinned;
   CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&pinned), bytes, cudaHostAllocDefault));
   std::memcpy(pinned, region->data(), bytes);
-  const double h2d = BestSeconds(3, [&] { CHECK_CUDA(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice)); });
+  const double h2d = MedianSeconds(5, [&] { CHECK_CUDA(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice)); });
 
   // Check: pack the restored cache back on the GPU and compare with the store's bytes.
   CHECK_OK(packer->Pack({&cache.cache, table, chunk_tokens, 0, chunks, 0, static_cast<std::byte*>(dev)}));
@@ -225,7 +227,7 @@ void RestoreBench(const PagedKvLayout& layout, uint64_t tokens, int copy_threads
   CHECK_CUDA(cudaHostRegister(region->data(), bytes, cudaHostRegisterDefault));
   DeviceCache direct;
   MakeDeviceCache(direct, layout, num_blocks);
-  const double direct_s = BestSeconds(3, [&] {
+  const double direct_s = MedianSeconds(5, [&] {
     CHECK_OK(packer->Unpack({&direct.cache, table, chunk_tokens, 0, chunks, 0, reinterpret_cast<std::byte*>(region->data())}));
     CHECK_OK(packer->Wait());
   });

@@ -9,15 +9,16 @@ import time
 import torch
 
 
-def best(fn, reps=5):
-    out = 1e30
+def median_seconds(fn, reps=9):
+    fn()  # warm-up: allocator, kernels' first launch
+    torch.cuda.synchronize()
+    times = []
     for _ in range(reps):
-        torch.cuda.synchronize()
         t0 = time.perf_counter()
         fn()
         torch.cuda.synchronize()
-        out = min(out, time.perf_counter() - t0)
-    return out
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -40,7 +41,7 @@ def main():
             torch.index_select(cache[layer], 0, table, out=staging[layer])
 
     for name, fn in (("torch index_copy_ (unpack)", scatter), ("torch index_select (pack)", gather)):
-        s = best(fn)
+        s = median_seconds(fn)
         print(json.dumps({"what": name, "gbps": round(nbytes / s / 1e9, 2), "ms": round(s * 1e3, 2)}))
 
 
