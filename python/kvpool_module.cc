@@ -8,13 +8,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 
 #include "client/client.h"
 #include "connector/chunk_keys.h"
@@ -26,9 +24,8 @@
 #include "connector/prefix_lookup.h"
 #include "connector/restore_engine.h"
 #include "connector/save_engine.h"
-#include "master/master_server.h"
+#include "embedded/embedded_pool.h"
 #include "py_buffer.h"
-#include "store/storage_service.h"
 
 namespace py = pybind11;
 using namespace kvpool;
@@ -60,39 +57,14 @@ std::vector<int32_t> Vector(const Int32Array& a) { return {a.data(), a.data() + 
 // An in-process pool: a master on 127.0.0.1 and one storage service.
 class LocalPool {
  public:
-  LocalPool(uint64_t memory_bytes, uint64_t lease_ms, bool huge_pages) {
-    char pattern[] = "/tmp/kvpool-py-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) Raise(Internal("cannot create a temporary directory"));
-    dir_ = pattern;
-    master::MasterOptions mo;
-    mo.listen = "127.0.0.1:0";
-    mo.metrics_listen = "";
-    mo.default_lease_ms = lease_ms;
-    master_ = Take(master::MasterServer::Start(mo));
-    store::StorageOptions so;
-    so.master_address = master_->address();
-    so.memory_bytes = memory_bytes;
-    so.tcp_listen = "127.0.0.1:0";
-    so.shm_socket_dir = dir_.string();
-    so.use_huge_pages = huge_pages;
-    so.heartbeat_interval = std::chrono::milliseconds(200);
-    store_ = Take(store::StorageService::Start(so));
-  }
-  ~LocalPool() { Close(); }
-  void Close() {
-    store_.reset();
-    if (master_) master_->Shutdown();
-    master_.reset();
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
-    dir_.clear();
-  }
-  std::string address() const { return master_ ? master_->address() : ""; }
+  LocalPool(uint64_t memory_bytes, uint64_t lease_ms, bool huge_pages)
+      : pool_(Take(embedded::EmbeddedPool::Start(
+            {.memory_bytes = memory_bytes, .lease_ms = lease_ms, .use_huge_pages = huge_pages}))) {}
+  void Close() { pool_.reset(); }
+  std::string address() const { return pool_ ? pool_->address() : ""; }
 
  private:
-  std::filesystem::path dir_;
-  std::unique_ptr<master::MasterServer> master_;
-  std::unique_ptr<store::StorageService> store_;
+  std::unique_ptr<embedded::EmbeddedPool> pool_;
 };
 
 // One stage's paged cache built from Python buffers, which it keeps alive.
@@ -104,7 +76,7 @@ struct PyPagedKvCache {
 
 PyPagedKvCache MakeCache(const KvModelSpec& spec, uint32_t stage, py::list planes, uint64_t block_stride_bytes) {
   Check(spec.Validate());
-  if (stage >= spec.num_stages()) Raise(InvalidArgument(fmt::format("stage {} of {}", stage, spec.num_stages())));
+  if (stage >= spec.num_stages()) Raise(InvalidArgument("stage " + std::to_string(stage) + " of " + std::to_string(spec.num_stages())));
   PyPagedKvCache c;
   c.cache.layout = PagedKvLayout::ForStage(spec, stage);
   c.cache.layout.block_stride_bytes = block_stride_bytes;
@@ -240,7 +212,8 @@ ChunkTransfer MakeTransfer(const PyPagedKvCache& cache, const Int32Array& table,
                            uint64_t first_chunk, uint64_t num_chunks, uint64_t keep_below, const py::object& staging) {
   python::RawBuffer b = ResolveBuffer(staging, true);
   const uint64_t need = num_chunks * cache.cache.layout.packed_chunk_bytes(chunk_tokens);
-  if (b.bytes < need) Raise(InvalidArgument(fmt::format("staging holds {} B, {} chunks need {} B", b.bytes, num_chunks, need)));
+  if (b.bytes < need) Raise(InvalidArgument("staging holds " + std::to_string(b.bytes) + " B, " + std::to_string(num_chunks) +
+                                           " chunks need " + std::to_string(need) + " B"));
   ChunkTransfer t;
   t.cache = &cache.cache;
   t.block_table = Span(table);
@@ -254,8 +227,11 @@ ChunkTransfer MakeTransfer(const PyPagedKvCache& cache, const Int32Array& table,
 
 }  // namespace
 
+extern "C" const char* kvpool_version();  // python_core.cc
+
 PYBIND11_MODULE(kvpool, m) {
   m.doc() = "kvpool: shared KV-cache pool client and engine-side KV connector";
+  m.attr("__version__") = kvpool_version();
   g_error = py::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
   m.attr("cuda_device_count") = py::cpp_function([] { return CudaDeviceCount(); });
 

@@ -96,6 +96,19 @@ TEST(PoolIntegration, RandomValuesRoundTripOverShmAndTcpAcrossTwoStores) {
   EXPECT_EQ(shm->transfer_engine().TransportFor(stats->segments[0].id), "shm");
   EXPECT_EQ(tcp->transfer_engine().TransportFor(stats->segments[0].id), "tcp");
 
+  // Zero copy on the same host: a looked-up value read in place from the store's mapping.
+  const std::vector<std::string> lookup_keys{keys[0], keys[7], "missing"};
+  client::LookupResult looked = shm->BatchLookup(lookup_keys);
+  for (size_t i : {0, 1}) {
+    auto mapped = shm->MapLookedUp(looked, i);
+    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+    EXPECT_TRUE(mapped->mapping->served());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped->data), mapped->length), values[i == 0 ? 0 : 7]);
+  }
+  EXPECT_EQ(shm->MapLookedUp(looked, 2).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(shm->MapLookedUp(looked, 3).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tcp->MapLookedUp(tcp->BatchLookup(lookup_keys), 0).status().code(), StatusCode::kUnavailable);
+
   auto exists = shm->BatchExists(std::vector<std::string>{keys[0], "missing", keys[5]});
   ASSERT_TRUE(exists.ok());
   EXPECT_EQ(*exists, (std::vector<bool>{true, false, true}));
@@ -201,7 +214,8 @@ TEST(PoolIntegration, StoreKilledMidLoadGivesErrorsNeverWrongBytesOrHangs) {
     EXPECT_EQ(*got, values[i]);
   }
   // The pool keeps serving new data on the surviving store.
-  ASSERT_TRUE(c->Put("after-kill", View(values[0])).ok());
+  const Status after_kill = c->Put("after-kill", View(values[0]));
+  ASSERT_TRUE(after_kill.ok()) << after_kill.ToString() << "\n" << cluster.Logs();
   EXPECT_EQ(*c->Get("after-kill"), values[0]);
 }
 
@@ -221,14 +235,26 @@ TEST(PoolIntegration, EvictionUnderPressureFreesWholeGroups) {
   PoolCluster cluster({.stores = 1, .store_memory = "32MiB"});
   auto c = cluster.ConnectWhenReady(1);
   ASSERT_TRUE(c) << cluster.Logs();
-  // 100 groups x 4 stage objects x 256 KiB = 100 MiB through a 32 MiB pool.
+  // 100 groups x 4 stage objects x 256 KiB = 100 MiB through a 32 MiB pool. Odd groups are put
+  // one group per call, even ones five groups per call with a group per key.
   const std::string value(256 << 10, 's');
-  for (int g = 0; g < 100; ++g) {
+  for (int g = 1; g < 100; g += 2) {
     std::vector<std::string> keys;
     for (int stage = 0; stage < 4; ++stage) keys.push_back("chunk" + std::to_string(g) + "/stage" + std::to_string(stage));
     std::vector<ValueView> views(4, View(value));
     client::PutOptions group{.group = "chunk" + std::to_string(g)};
     for (const Status& s : c->BatchPut(keys, views, group)) ASSERT_TRUE(s.ok()) << "group " << g << ": " << s.ToString();
+  }
+  for (int first = 0; first < 100; first += 10) {
+    std::vector<std::string> keys, groups;
+    for (int g = first; g < first + 10; g += 2) {
+      for (int stage = 0; stage < 4; ++stage) {
+        keys.push_back("chunk" + std::to_string(g) + "/stage" + std::to_string(stage));
+        groups.push_back("chunk" + std::to_string(g));
+      }
+    }
+    std::vector<ValueView> views(keys.size(), View(value));
+    for (const Status& s : c->BatchPut(keys, views, {}, groups)) ASSERT_TRUE(s.ok()) << s.ToString();
   }
   auto stats = c->Stat();
   ASSERT_TRUE(stats.ok());
@@ -246,7 +272,7 @@ TEST(PoolIntegration, EvictionUnderPressureFreesWholeGroups) {
   }
   EXPECT_GT(whole, 0);
   // The most recent group must still be there: eviction is LRU.
-  EXPECT_TRUE(*c->Exists("chunk99/stage3"));
+  EXPECT_TRUE(*c->Exists("chunk98/stage3"));
 }
 
 }  // namespace

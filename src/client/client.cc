@@ -206,9 +206,12 @@ Status Client::Put(std::string_view key, ValueView value, const PutOptions& opti
 }
 
 std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::span<const ValueView> values,
-                                     const PutOptions& options) {
+                                     const PutOptions& options, std::span<const std::string> groups) {
   if (keys.size() != values.size()) {
     return std::vector<Status>(keys.size(), InvalidArgument("BatchPut needs one value per key"));
+  }
+  if (!groups.empty() && groups.size() != keys.size()) {
+    return std::vector<Status>(keys.size(), InvalidArgument("BatchPut needs one group per key (or none)"));
   }
   std::vector<Status> results(keys.size());
   if (keys.empty()) return results;
@@ -219,6 +222,7 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
     auto* item = start.add_items();
     item->set_key(keys[i]);
     item->set_length(values[i].size());
+    if (!groups.empty()) item->set_group(groups[i]);
   }
   auto* opts = start.mutable_options();
   opts->set_replicas(options.replicas ? options.replicas : impl_->options.replicas);
@@ -341,6 +345,19 @@ std::vector<Result<uint64_t>> Client::ReadLookedUp(const LookupResult& lookup, s
     }
     return buffers[j].first(length);
   });
+}
+
+Result<transfer::MappedRange> Client::MapLookedUp(const LookupResult& lookup, size_t index) {
+  if (index >= lookup.size()) return InvalidArgument("lookup index " + std::to_string(index) + " is out of range");
+  if (!lookup.length(index).ok()) return lookup.length(index).status();
+  if (std::chrono::steady_clock::now() >= lookup.lease_deadline()) return Timeout("lease ended before the map");
+  Status last = Unavailable("no replica to map");
+  for (const LookupResult::Replica& r : lookup.replicas_[index]) {
+    auto mapped = impl_->engine.MapForRead(r.segment_id, r.offset, lookup.length(index).value());
+    if (mapped.ok()) return mapped;
+    last = mapped.status();
+  }
+  return last;
 }
 
 Result<bool> Client::Exists(std::string_view key) {

@@ -89,9 +89,11 @@ class Client {
 
   // Stores `value` under `key`. Objects are immutable: an existing key gives ALREADY_EXISTS.
   Status Put(std::string_view key, ValueView value, const PutOptions& options = {});
-  // One result per key, in order. REQUIRES: keys.size() == values.size().
+  // One result per key, in order, in one master round trip. REQUIRES: keys.size() ==
+  // values.size(). `groups`, when not empty, gives each key its own eviction group (one per
+  // key; "" => options.group).
   std::vector<Status> BatchPut(std::span<const std::string> keys, std::span<const ValueView> values,
-                               const PutOptions& options = {});
+                               const PutOptions& options = {}, std::span<const std::string> groups = {});
 
   // Returns a copy of the value.
   Result<std::string> Get(std::string_view key);
@@ -109,6 +111,14 @@ class Client {
   // value gives INVALID_ARGUMENT; a read finishing after the lease deadline gives TIMEOUT.
   std::vector<Result<uint64_t>> ReadLookedUp(const LookupResult& lookup, std::span<const size_t> indices,
                                              std::span<const ValueBuffer> buffers);
+
+  // Zero copy on the same host: lookup entry `index`'s bytes, mapped in place from a same-host
+  // replica's segment (transfer::TransferEngine::MapForRead). UNAVAILABLE when no replica is
+  // on this host (read it with ReadLookedUp instead), TIMEOUT once the lease has ended.
+  // REQUIRES: the caller uses the bytes only while the lease holds, and checks both
+  // `lookup.lease_deadline()` and `mapping->served()` after it is done with them — a consumer
+  // that finishes later must discard what it read.
+  Result<transfer::MappedRange> MapLookedUp(const LookupResult& lookup, size_t index);
 
   Result<bool> Exists(std::string_view key);
   // One round trip for any number of keys.

@@ -17,20 +17,11 @@ Result<std::vector<bool>> PoolChunkStore::Exists(std::span<const std::string> ke
 
 std::vector<Status> PoolChunkStore::Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
                                         std::span<const std::string> groups) {
-  std::vector<Status> out;
-  out.reserve(keys.size());
-  size_t begin = 0;
-  while (begin < keys.size()) {
-    size_t end = begin + 1;
-    while (end < keys.size() && groups[end] == groups[begin]) ++end;
-    client::PutOptions options;
-    options.group = groups[begin];
-    std::vector<Status> part =
-        client_->BatchPut(keys.subspan(begin, end - begin), values.subspan(begin, end - begin), options);
-    for (Status& s : part) out.push_back(std::move(s));
-    begin = end;
-  }
-  return out;
+  return client_->BatchPut(keys, values, {}, groups);
+}
+
+Result<transfer::MappedRange> PoolChunkStore::Map(const client::LookupResult& lookup, size_t index) {
+  return client_->MapLookedUp(lookup, index);
 }
 
 }  // namespace kvpool::connector

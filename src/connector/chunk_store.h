@@ -27,6 +27,12 @@ class ChunkStore {
                                   std::span<const std::string> groups) = 0;
   virtual Status RegisterBuffer(void* addr, size_t length) = 0;
   virtual Status UnregisterBuffer(void* addr) = 0;
+  // Lookup entry `index` mapped in place from a same-host replica (client::Client::MapLookedUp);
+  // UNAVAILABLE when it can only be read with Read. Stores that inject faults keep this
+  // default so every read goes through Read.
+  virtual Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) {
+    return Unavailable("this chunk store maps nothing");
+  }
 };
 
 // REQUIRES: `client` outlives the store.
@@ -37,11 +43,12 @@ class PoolChunkStore final : public ChunkStore {
   std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
                                      std::span<const client::ValueBuffer> buffers) override;
   Result<std::vector<bool>> Exists(std::span<const std::string> keys) override;
-  // One BatchPut per run of equal groups (client::PutOptions carries one group per call).
+  // One BatchPut (one master round trip) with a group per key.
   std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
                           std::span<const std::string> groups) override;
   Status RegisterBuffer(void* addr, size_t length) override { return client_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return client_->UnregisterBuffer(addr); }
+  Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override;
 
  private:
   client::Client* client_;

@@ -14,6 +14,7 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
   add("restores_finished", restores_finished);
   add("restore_tokens", restore_tokens);
   add("restore_bytes", restore_bytes);
+  add("restore_mapped_bytes", restore_mapped_bytes);
   add("restore_fallbacks", restore_fallbacks);
   add("restore_fallback_tokens", restore_fallback_tokens);
   add("restore_timeouts", restore_timeouts);

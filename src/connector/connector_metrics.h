@@ -19,6 +19,7 @@ struct ConnectorMetrics {
   std::atomic<uint64_t> restores_finished{0};
   std::atomic<uint64_t> restore_tokens{0};             // tokens restored on every stage
   std::atomic<uint64_t> restore_bytes{0};              // bytes read from the pool, all stages
+  std::atomic<uint64_t> restore_mapped_bytes{0};       // of which unpacked in place from a mapped segment
   std::atomic<uint64_t> restore_fallbacks{0};          // restores that gave back fewer tokens than planned
   std::atomic<uint64_t> restore_fallback_tokens{0};    // planned tokens the engine must compute instead
   std::atomic<uint64_t> restore_timeouts{0};           // fallbacks because the bounded wait ran out

@@ -193,7 +193,6 @@ void RestoreEngine::WorkerLoop(Stage* stage, uint32_t worker) {
 
 void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* slot) {
   Request& r = *w.request;
-  Stage& stage = *stages_[w.stage];
   uint64_t unpacked = 0;
   Status status;
   bool skip;
@@ -204,52 +203,8 @@ void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* s
   if (skip) {
     status = Timeout("restore wait ran out before this window was read");
   } else {
-    std::vector<size_t> indices(w.chunks);
-    std::vector<client::ValueBuffer> buffers(w.chunks);
-    for (uint64_t i = 0; i < w.chunks; ++i) {
-      indices[i] = r.hit.lookup_index(w.first_hit + i, w.stage);
-      buffers[i] = client::ValueBuffer(slot + i * stage.object_bytes, stage.object_bytes);
-    }
-    std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers);
-    // Only a gap-free prefix of the window is usable.
-    uint64_t ok = 0;
-    while (ok < w.chunks && ok < read.size() && read[ok].ok() && read[ok].value() == stage.object_bytes) ++ok;
-    if (ok < w.chunks) {
-      status = ok < read.size() && !read[ok].ok()
-                   ? read[ok].status()
-                   : Internal(fmt::format("chunk {} of stage {} has the wrong size", w.first_hit + ok, w.stage));
-    }
-    metrics_->restore_bytes.fetch_add(ok * stage.object_bytes, std::memory_order_relaxed);
-    if (ok > 0) {
-      bool go;
-      {
-        std::lock_guard<std::mutex> lock(r.mu);
-        go = !r.cancelled;
-        if (go) ++r.unpacks_running;
-      }
-      if (!go) {
-        status = Timeout("restore wait ran out before this window was unpacked");
-      } else {
-        ChunkTransfer t;
-        t.cache = &stage.device.cache;
-        t.block_table = r.block_tables[w.stage];
-        t.chunk_tokens = r.hit.chunk_tokens;
-        t.first_chunk = r.hit.first_chunk + w.first_hit;
-        t.num_chunks = ok;
-        t.keep_tokens_below = r.hit.gpu_cached_tokens;
-        t.staging = slot;
-        Status s = packer.Unpack(t);
-        Status waited = packer.Wait();
-        if (s.ok()) s = waited;
-        if (s.ok()) {
-          unpacked = ok;
-        } else {
-          status = s;
-        }
-        std::lock_guard<std::mutex> lock(r.mu);
-        --r.unpacks_running;
-      }
-    }
+    std::vector<transfer::MappedRange> mapped;
+    unpacked = MapWindow(w, mapped) ? UnpackMapped(w, packer, mapped, status) : ReadAndUnpack(w, packer, slot, status);
   }
   std::lock_guard<std::mutex> lock(r.mu);
   r.window_chunks[w.stage][w.index] = unpacked;
@@ -258,6 +213,115 @@ void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* s
   }
   --r.windows_pending;
   r.changed.notify_all();
+}
+
+bool RestoreEngine::MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped) {
+  if (!options_.unpack_from_mapped_segments) return false;
+  const Request& r = *w.request;
+  const Stage& stage = *stages_[w.stage];
+  mapped.reserve(w.chunks);
+  for (uint64_t i = 0; i < w.chunks; ++i) {
+    Result<transfer::MappedRange> m = store_->Map(*r.hit.lookup, r.hit.lookup_index(w.first_hit + i, w.stage));
+    if (!m.ok() || m->length != stage.object_bytes) return false;
+    if (stage.device.cuda_device >= 0 && !pins_.Pin(m->mapping).ok()) return false;
+    mapped.push_back(std::move(m.value()));
+  }
+  return true;
+}
+
+bool RestoreEngine::BeginUnpack(Request& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.cancelled) return false;
+  ++r.unpacks_running;
+  return true;
+}
+
+void RestoreEngine::EndUnpack(Request& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  --r.unpacks_running;
+  r.changed.notify_all();
+}
+
+uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
+                                     Status& status) {
+  Request& r = *w.request;
+  Stage& stage = *stages_[w.stage];
+  if (!BeginUnpack(r)) {
+    status = Timeout("restore wait ran out before this window was unpacked");
+    return 0;
+  }
+  // Chunks lie anywhere in the segments: one unpack per chunk, all queued before one wait.
+  Status s;
+  for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
+    ChunkTransfer t;
+    t.cache = &stage.device.cache;
+    t.block_table = r.block_tables[w.stage];
+    t.chunk_tokens = r.hit.chunk_tokens;
+    t.first_chunk = r.hit.first_chunk + w.first_hit + i;
+    t.num_chunks = 1;
+    t.keep_tokens_below = r.hit.gpu_cached_tokens;
+    t.staging = const_cast<std::byte*>(mapped[i].data);  // Unpack only reads it
+    s = packer.Unpack(t);
+  }
+  Status waited = packer.Wait();
+  if (s.ok()) s = waited;
+  // Invariant 1: bytes read after the lease ended, or from a segment its store withdrew, may
+  // belong to another object by now. Checked after the last byte was read.
+  if (s.ok() && Clock::now() >= r.hit.lookup->lease_deadline()) s = Timeout("unpack finished after its lease ended");
+  for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
+    if (!mapped[i].mapping->served()) s = Stale("a storage service withdrew its segment during the unpack");
+  }
+  EndUnpack(r);
+  if (!s.ok()) {
+    status = s;
+    return 0;
+  }
+  metrics_->restore_bytes.fetch_add(w.chunks * stage.object_bytes, std::memory_order_relaxed);
+  metrics_->restore_mapped_bytes.fetch_add(w.chunks * stage.object_bytes, std::memory_order_relaxed);
+  return w.chunks;
+}
+
+uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status) {
+  Request& r = *w.request;
+  Stage& stage = *stages_[w.stage];
+  std::vector<size_t> indices(w.chunks);
+  std::vector<client::ValueBuffer> buffers(w.chunks);
+  for (uint64_t i = 0; i < w.chunks; ++i) {
+    indices[i] = r.hit.lookup_index(w.first_hit + i, w.stage);
+    buffers[i] = client::ValueBuffer(slot + i * stage.object_bytes, stage.object_bytes);
+  }
+  std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers);
+  // Only a gap-free prefix of the window is usable.
+  uint64_t ok = 0;
+  while (ok < w.chunks && ok < read.size() && read[ok].ok() && read[ok].value() == stage.object_bytes) ++ok;
+  if (ok < w.chunks) {
+    status = ok < read.size() && !read[ok].ok()
+                 ? read[ok].status()
+                 : Internal(fmt::format("chunk {} of stage {} has the wrong size", w.first_hit + ok, w.stage));
+  }
+  metrics_->restore_bytes.fetch_add(ok * stage.object_bytes, std::memory_order_relaxed);
+  if (ok == 0) return 0;
+  if (!BeginUnpack(r)) {
+    status = Timeout("restore wait ran out before this window was unpacked");
+    return 0;
+  }
+  ChunkTransfer t;
+  t.cache = &stage.device.cache;
+  t.block_table = r.block_tables[w.stage];
+  t.chunk_tokens = r.hit.chunk_tokens;
+  t.first_chunk = r.hit.first_chunk + w.first_hit;
+  t.num_chunks = ok;
+  t.keep_tokens_below = r.hit.gpu_cached_tokens;
+  t.staging = slot;
+  Status s = packer.Unpack(t);
+  Status waited = packer.Wait();
+  if (s.ok()) s = waited;
+  EndUnpack(r);
+  if (!s.ok()) {
+    status = s;
+    return 0;
+  }
+  return ok;
 }
 
 std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_lock<std::mutex>& lock,

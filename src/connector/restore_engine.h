@@ -7,8 +7,11 @@
 //   if (auto done = engine->Poll(id)) { compute from done->end_token on }
 //
 // Per stage, the hit is cut into windows of as many chunks as one worker's share of the
-// stage's staging buffer holds; each window is one ReadLookedUp (zero-copy into staging) and
-// one Unpack into the cache. Stage workers take windows in order, several at a time, so one
+// stage's staging buffer holds. When every chunk of a window has a replica on this host, the
+// window is unpacked straight from the storage service's mapped segment (zero copy: the GPU
+// DMAs from the store's memory; the lease and the segment's served flag are checked after
+// the unpack, and a window that outlived either is discarded). Otherwise the window is one
+// ReadLookedUp into staging and one Unpack from it. Stage workers take windows in order, several at a time, so one
 // window is read while another is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
@@ -36,6 +39,7 @@
 #include "connector/chunk_store.h"
 #include "connector/connector_metrics.h"
 #include "connector/kv_namespace.h"
+#include "connector/mapped_segment_pins.h"
 #include "connector/prefix_lookup.h"
 #include "connector/staging_buffer.h"
 
@@ -50,6 +54,10 @@ struct RestoreOptions {
   uint64_t staging_bytes_per_stage = uint64_t{64} << 20;
   // Windows waiting per stage; Start beyond it is refused (UNAVAILABLE, counted).
   size_t max_queued_windows_per_stage = 4096;
+  // Same host: unpack straight from the storage service's segment mapped in this process (the
+  // GPU DMAs from it; no staging copy). Windows whose chunks cannot all be mapped are read
+  // into staging as usual. false: always read into staging (benchmarks compare both).
+  bool unpack_from_mapped_segments = true;
 };
 
 struct RestoreOutcome {
@@ -94,6 +102,15 @@ class RestoreEngine {
   RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions options, ConnectorMetrics* metrics);
   void WorkerLoop(Stage* stage, uint32_t worker);
   void RunWindow(const Window& w, class ChunkPacker& packer, std::byte* slot);
+  // Unpack paths of one window; each returns how many of its chunks (a prefix) are in the cache.
+  uint64_t UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
+                        Status& status);
+  uint64_t ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status);
+  // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
+  bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
+  // Brackets one unpack: false (and nothing started) once the request was cancelled.
+  bool BeginUnpack(Request& r);
+  void EndUnpack(Request& r);
   // REQUIRES: r.mu held. Finishes `r` if it can (all windows in, or deadline passed).
   std::optional<RestoreOutcome> TryFinish(Request& r, std::unique_lock<std::mutex>& lock, bool force_deadline);
 
@@ -107,6 +124,7 @@ class RestoreEngine {
   std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Stage>> stages_;
+  MappedSegmentPins pins_;  // mappings GPU stages unpack from; outlives the workers (joined in ~RestoreEngine)
 };
 
 }  // namespace kvpool::connector

@@ -17,6 +17,7 @@ struct LayoutCase {
   const char* name;
   KvLayoutKind kind;
   uint32_t bytes;
+  bool mapped = true;  // RestoreOptions::unpack_from_mapped_segments
 };
 
 // Saves a prompt's KV from one set of caches, then restores it into fresh caches with other
@@ -50,6 +51,7 @@ class RestoreEngineTest : public ::testing::TestWithParam<LayoutCase> {
     ASSERT_TRUE((*engine)->Wait(1).status.ok());
   }
   std::unique_ptr<RestoreEngine> Engine(RestoreOptions o = {}) {
+    o.unpack_from_mapped_segments = GetParam().mapped;
     // Windows of 2 chunks per worker, so multi-window paths run.
     o.staging_bytes_per_stage = uint64_t{2} * o.workers_per_stage * ns_.spec().stage_object_bytes(1);
     auto e = RestoreEngine::Create(&store_, ns_, restored_.Devices(), o, &metrics_);
@@ -95,6 +97,10 @@ TEST_P(RestoreEngineTest, RestoresWhatWasSavedIntoOtherBlocks) {
   ExpectSameKv(saved_tables, tables, 0, 64 * 7);
   EXPECT_EQ(metrics_.restore_tokens.load(), 64u * 7);
   EXPECT_EQ(metrics_.restore_fallbacks.load(), 0u);
+  // Same host: the mapped path unpacks every byte in place; the staged path none.
+  const uint64_t all_bytes = 7 * (ns_.spec().stage_object_bytes(0) + ns_.spec().stage_object_bytes(1));
+  EXPECT_EQ(metrics_.restore_bytes.load(), all_bytes);
+  EXPECT_EQ(metrics_.restore_mapped_bytes.load(), GetParam().mapped ? all_bytes : 0);
 }
 
 TEST_P(RestoreEngineTest, GpuCachedTokensAreNotRewritten) {
@@ -185,7 +191,9 @@ TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, RestoreEngineTest,
                          ::testing::Values(LayoutCase{"mla576", KvLayoutKind::kLatent, 576},
-                                           LayoutCase{"gqa_split_kv", KvLayoutKind::kSplitKv, 512}),
+                                           LayoutCase{"gqa_split_kv", KvLayoutKind::kSplitKv, 512},
+                                           LayoutCase{"mla576_staged", KvLayoutKind::kLatent, 576, false},
+                                           LayoutCase{"gqa_split_kv_staged", KvLayoutKind::kSplitKv, 512, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Leases of 300 ms: a restore started after its lease ended must not read, and falls back.

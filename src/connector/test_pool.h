@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -15,59 +14,38 @@
 
 #include "client/client.h"
 #include "connector/chunk_store.h"
-#include "master/master_server.h"
-#include "store/storage_service.h"
+#include "embedded/embedded_pool.h"
 
 namespace kvpool::connector::testing {
 
 class InProcessPool {
  public:
   explicit InProcessPool(uint64_t lease_ms = 5000, uint64_t memory = 64 << 20) {
-    char pattern[] = "/tmp/kvpool-connector-test-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) std::abort();
-    dir_ = pattern;
-    master::MasterOptions mo;
-    mo.listen = "127.0.0.1:0";
-    mo.metrics_listen = "";
-    mo.default_lease_ms = lease_ms;
-    auto m = master::MasterServer::Start(mo);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    master_ = std::move(m).value();
-    store::StorageOptions so;
-    so.master_address = master_->address();
-    so.memory_bytes = memory;
-    so.tcp_listen = "127.0.0.1:0";
-    so.shm_socket_dir = dir_.string();
-    so.use_huge_pages = false;
-    so.heartbeat_interval = std::chrono::milliseconds(100);
-    auto s = store::StorageService::Start(so);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(s).value();
+    auto pool = embedded::EmbeddedPool::Start({.memory_bytes = memory, .lease_ms = lease_ms,
+                                               .heartbeat_interval = std::chrono::milliseconds(100)});
+    if (!pool.ok()) {
+      ADD_FAILURE() << pool.status().ToString();
+      std::abort();
+    }
+    pool_ = std::move(pool).value();
     client::ClientOptions co;
-    co.master_address = master_->address();
+    co.master_address = pool_->address();
     auto c = client::Client::Connect(co);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
   }
-  ~InProcessPool() {
-    client_.reset();
-    store_.reset();
-    master_->Shutdown();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  ~InProcessPool() { client_.reset(); }
   client::Client& client() { return *client_; }
-  store::StorageService& store() { return *store_; }
+  store::StorageService& store() { return pool_->store(); }
 
  private:
-  std::filesystem::path dir_;
-  std::unique_ptr<master::MasterServer> master_;
-  std::unique_ptr<store::StorageService> store_;
+  std::unique_ptr<embedded::EmbeddedPool> pool_;
   std::unique_ptr<client::Client> client_;
 };
 
 // Forwards to a real store; `before_read` / `before_put` run first and may block, and
-// `fail_read` may replace a read's results.
+// `after_read` may replace a read's results. While a read hook is set, Map maps nothing, so
+// every read passes through the hooks.
 class InterposedChunkStore final : public ChunkStore {
  public:
   explicit InterposedChunkStore(ChunkStore* inner) : inner_(inner) {}
@@ -93,6 +71,10 @@ class InterposedChunkStore final : public ChunkStore {
   }
   Status RegisterBuffer(void* addr, size_t length) override { return inner_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return inner_->UnregisterBuffer(addr); }
+  Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override {
+    if (before_read || after_read) return Unavailable("read hooks set: reads go through Read");
+    return inner_->Map(lookup, index);
+  }
 
  private:
   ChunkStore* inner_;

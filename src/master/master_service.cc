@@ -114,7 +114,7 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
   std::vector<PutStartItem> items;
   items.reserve(request->items_size());
   for (const proto::PutStartItem& item : request->items()) {
-    items.push_back({item.key(), item.length()});
+    items.push_back({item.key(), item.length(), item.group()});
   }
   PutOptions options;
   options.replicas = request->options().replicas();

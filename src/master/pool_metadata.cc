@@ -182,7 +182,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
         ObjectMeta& meta = it->second;
         meta.length = item.length;
         meta.state = ObjectState::kPending;
-        meta.group = options.group;
+        meta.group = item.group.empty() ? options.group : std::string(item.group);
         meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
         meta.put_started_ms = now;
         meta.pin_until_ms = options.pin_ttl_ms > 0 ? now + static_cast<int64_t>(options.pin_ttl_ms) : 0;

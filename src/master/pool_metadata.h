@@ -64,6 +64,7 @@ struct PutOptions {
 struct PutStartItem {
   std::string_view key;
   uint64_t length = 0;
+  std::string_view group;  // "" => PutOptions::group
 };
 
 // One copy of an object as clients see it.

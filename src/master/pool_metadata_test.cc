@@ -412,6 +412,25 @@ TEST_F(PoolMetadataTest, GroupsAreEvictedWhole) {
   EXPECT_EQ(pool_->Stat().groups, 0u);
 }
 
+TEST_F(PoolMetadataTest, ItemGroupsSplitOneBatchIntoSeveralEvictionGroups) {
+  MakePool();
+  Mount(kObject * 16);
+  PutOptions batch;
+  batch.group = "batch";
+  PutStartItem items[] = {{"a0", kObject, "chunk-a"}, {"a1", kObject, "chunk-a"}, {"b0", kObject, "chunk-b"},
+                          {"c0", kObject, ""}};
+  for (const auto& r : pool_->BatchPutStart(items, batch).results) ASSERT_TRUE(r.status.ok());
+  for (const char* key : {"a0", "a1", "b0", "c0"}) ASSERT_TRUE(PutEnd(key).ok());
+  EXPECT_EQ(pool_->Stat().groups, 3u);  // chunk-a, chunk-b, and "batch" for the item without one
+  clock_.AdvanceMs(10);
+  ASSERT_TRUE(Get("b0").status.ok());  // leased: not evictable now
+  ASSERT_TRUE(Get("c0").status.ok());
+  EXPECT_EQ(pool_->EvictAtLeast(1), kObject * 2);  // chunk-a goes whole
+  EXPECT_FALSE(Exists("a0"));
+  EXPECT_FALSE(Exists("a1"));
+  EXPECT_TRUE(Exists("b0"));
+}
+
 TEST_F(PoolMetadataTest, GroupWithLeasedMemberIsSkippedWhole) {
   MakePool();
   Mount(kObject * 16);

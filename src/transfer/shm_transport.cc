@@ -21,7 +21,7 @@ constexpr uint64_t kMaxChunk = 4 << 20;
 
 // One mapping of a served segment and its served-flag page. Unmapped when the last copy
 // using it and the channel have dropped it.
-class ShmMapping {
+class ShmMapping final : public SegmentMapping {
  public:
   static Result<std::shared_ptr<ShmMapping>> Map(uint64_t segment_id, const ShmGrant& grant,
                                                  bool prefault) {
@@ -51,7 +51,8 @@ class ShmMapping {
 
   char* base() const { return base_; }
   uint64_t size() const { return size_; }
-  bool served() const { return ShmFlagSaysServed(flag_); }
+  std::span<const std::byte> bytes() const override { return {reinterpret_cast<const std::byte*>(base_), size_}; }
+  bool served() const override { return ShmFlagSaysServed(flag_); }
   Status StaleStatus() const {
     return Stale(fmt::format("segment {} was withdrawn by its store", segment_id_));
   }
@@ -125,6 +126,7 @@ class ShmChannel final : public SegmentChannel {
 
   std::string_view transport_name() const override { return "shm"; }
   uint64_t size() const override { return size_; }
+  std::shared_ptr<const SegmentMapping> Mapping() override { return CurrentMapping(); }
 
   void Submit(std::span<const ChannelOp> ops, const std::shared_ptr<BatchState>& batch) override {
     std::shared_ptr<ShmMapping> mapping = CurrentMapping();

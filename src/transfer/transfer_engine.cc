@@ -166,6 +166,26 @@ Status TransferEngine::Transfer(std::span<const TransferRequest> requests,
   return status;
 }
 
+Result<MappedRange> TransferEngine::MapForRead(uint64_t segment_id, uint64_t offset, uint64_t length) {
+  std::shared_ptr<SegmentChannel> channel;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->routes.find(segment_id);
+    if (it == impl_->routes.end()) return Stale(fmt::format("segment {} is not open", segment_id));
+    channel = it->second.channel;
+  }
+  if (channel->transport_name() != "shm") {
+    return Unavailable(fmt::format("segment {} is reached over {}, not mapped", segment_id, channel->transport_name()));
+  }
+  std::shared_ptr<const SegmentMapping> mapping = channel->Mapping();
+  if (!mapping) return Stale(fmt::format("segment {} is no longer served", segment_id));
+  const uint64_t size = mapping->bytes().size();
+  if (offset > size || length > size - offset) {
+    return InvalidArgument(fmt::format("[{}, +{}) is outside segment {} of {} bytes", offset, length, segment_id, size));
+  }
+  return MappedRange{mapping, mapping->bytes().data() + offset, length};
+}
+
 std::string TransferEngine::TransportFor(uint64_t segment_id) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->routes.find(segment_id);

@@ -86,6 +86,24 @@ class TransferBatch {
   virtual const std::vector<Status>& results() const = 0;
 };
 
+// A store's segment mapped into this process (same-host shm). Whoever holds it keeps the
+// mapping alive, even after the engine closed the segment or the store withdrew it.
+class SegmentMapping {
+ public:
+  virtual ~SegmentMapping() = default;
+  virtual std::span<const std::byte> bytes() const = 0;
+  // False once the store stopped serving this mapping (it withdrew or remounted the segment):
+  // from then on the bytes may be reused for other objects.
+  virtual bool served() const = 0;
+};
+
+// [offset, offset + length) of a mapped segment, readable in place (no copy).
+struct MappedRange {
+  std::shared_ptr<const SegmentMapping> mapping;
+  const std::byte* data = nullptr;
+  uint64_t length = 0;
+};
+
 class TransferEngine {
  public:
   explicit TransferEngine(TransferOptions options = {});
@@ -118,6 +136,12 @@ class TransferEngine {
   Status Transfer(std::span<const TransferRequest> requests,
                   std::chrono::steady_clock::time_point deadline,
                   std::vector<Status>* per_request = nullptr);
+
+  // Maps [offset, offset + length) of a segment for reading in place, with no copy: shm only.
+  // UNAVAILABLE when the segment's transport does not map it (tcp), STALE when it is not open
+  // or withdrawn, INVALID_ARGUMENT when out of bounds. Like any read, the bytes are right only
+  // while the object's lease holds and mapping->served() stays true: check both after use.
+  Result<MappedRange> MapForRead(uint64_t segment_id, uint64_t offset, uint64_t length);
 
   // Which transport a segment currently uses ("shm", "tcp"; "" if not open); for stats and tests.
   std::string TransportFor(uint64_t segment_id) const;

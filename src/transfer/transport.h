@@ -29,6 +29,9 @@ struct ChannelOp {
 
 class SegmentChannel {
  public:
+  // The segment's bytes mapped into this process (shm), or null when this transport does not
+  // map them (tcp). The mapping stays valid while the returned pointer is held.
+  virtual std::shared_ptr<const SegmentMapping> Mapping() { return nullptr; }
   virtual ~SegmentChannel() = default;
   virtual std::string_view transport_name() const = 0;
   // Bytes addressable in the segment (0 = unknown here; the far side checks bounds).

@@ -1,0 +1,40 @@
+#include "embedded/embedded_pool.h"
+
+#include <cstdlib>
+
+namespace kvpool::embedded {
+
+Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOptions& options) {
+  std::unique_ptr<EmbeddedPool> pool(new EmbeddedPool);
+  char pattern[] = "/tmp/kvpool-embedded-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) return Internal("cannot create a temporary folder for the store's shm socket");
+  pool->dir_ = pattern;
+  master::MasterOptions mo;
+  mo.listen = "127.0.0.1:0";
+  mo.metrics_listen = "";
+  mo.default_lease_ms = options.lease_ms;
+  auto master = master::MasterServer::Start(mo);
+  if (!master.ok()) return master.status();  // the destructor removes the folder
+  pool->master_ = std::move(master).value();
+  store::StorageOptions so;
+  so.master_address = pool->master_->address();
+  so.memory_bytes = options.memory_bytes;
+  so.tcp_listen = "127.0.0.1:0";
+  so.shm_socket_dir = pool->dir_.string();
+  so.use_huge_pages = options.use_huge_pages;
+  so.heartbeat_interval = options.heartbeat_interval;
+  auto store = store::StorageService::Start(so);
+  if (!store.ok()) return store.status();
+  pool->store_ = std::move(store).value();
+  return pool;
+}
+
+EmbeddedPool::~EmbeddedPool() {
+  store_.reset();
+  if (master_) master_->Shutdown();
+  master_.reset();
+  std::error_code ignored;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+}
+
+}  // namespace kvpool::embedded

@@ -1,0 +1,46 @@
+// EmbeddedPool: a whole pool inside this process — a master and one storage service on
+// loopback, the store's shm socket in a private temporary folder. For single-host use where
+// starting separate services is not wanted: the Python `LocalPool`, the replay's default
+// deployment, benchmarks and tests. Clients connect to address() like to any master.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "master/master_server.h"
+#include "store/storage_service.h"
+
+namespace kvpool::embedded {
+
+struct EmbeddedPoolOptions {
+  uint64_t memory_bytes = uint64_t{256} << 20;  // the store's segment
+  uint64_t lease_ms = 5000;                     // the master's default read lease
+  bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
+  std::chrono::milliseconds heartbeat_interval{200};
+};
+
+class EmbeddedPool {
+ public:
+  // Starts the master, then the store (which pre-faults its segment and mounts it).
+  static Result<std::unique_ptr<EmbeddedPool>> Start(const EmbeddedPoolOptions& options);
+  ~EmbeddedPool();  // stops the store, then the master; removes the temporary folder
+  EmbeddedPool(const EmbeddedPool&) = delete;
+  EmbeddedPool& operator=(const EmbeddedPool&) = delete;
+
+  // "127.0.0.1:port" of the master.
+  std::string address() const { return master_->address(); }
+  master::MasterServer& master() { return *master_; }
+  store::StorageService& store() { return *store_; }
+
+ private:
+  EmbeddedPool() = default;
+  std::filesystem::path dir_;
+  std::unique_ptr<master::MasterServer> master_;
+  std::unique_ptr<store::StorageService> store_;
+};
+
+}  // namespace kvpool::embedded
