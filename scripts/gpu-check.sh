@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# GPU proof for the connector, on a machine with an NVIDIA GPU (H200, sm_90), nvcc and cmake
-# (torch optional). Builds with -DKVPOOL_CUDA=ON, runs the GPU tests and benches, writes logs
-# and results to $OUT (default ./out/gpu-check) and prints a short table last. Exits non-zero on
-# any mismatch or failed test. Runs in well under 8 minutes on one H200.
+# GPU proof for the connector and the handoff, on a machine with NVIDIA GPUs (H200, sm_90).
+# Runs the GPU tests and benchmarks, writes logs and results to $OUT (default ./out/gpu-check)
+# and prints a short table last. Exits non-zero on any mismatch or failed test. Well under
+# 8 minutes on one or two H200s.
 #
-# When the full build cannot be configured (no gRPC/protobuf/xxhash development files), it
-# falls back to tests/gpu/standalone (CUDA + fmt + spdlog + GTest only): kernel test and bench
-# still run; the pool-backed Python checks are reported as SKIPPED with the reason.
+# Where the programs come from, first that works:
+#   bundle  — .gpu-bundle/ made on a Debian machine by scripts/gpu-bundle.sh (for GPU images
+#             without gRPC/protobuf development files); the two-file Python module is compiled
+#             here against this machine's Python (PyTorch) and the bundled core.
+#   full    — a full CMake build here with -DKVPOOL_CUDA=ON.
+#   kernels — tests/gpu/standalone (CUDA + fmt + spdlog + GTest only): kernels and their
+#             benches; the pool-backed checks are reported as SKIPPED.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-check}
@@ -16,47 +20,73 @@ PY=${PYTHON:-python3}
 export PATH=/usr/local/cuda/bin:$PATH
 status=0
 declare -a table
-row() { table+=("$(printf '%-44s %s' "$1" "$2")"); }
+row() { table+=("$(printf '%-46s %s' "$1" "$2")"); }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1 || true
 echo "== GPU: $(cat "$OUT/gpu.txt")"
 
-mode=full
-if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=ON -DKVPOOL_BENCH=ON \
+PYMOD=""  # folder holding the kvpool Python module, when there is one
+if [ -d .gpu-bundle/bin ]; then
+  mode=bundle
+  BIN=.gpu-bundle/bin
+  export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  mkdir -p build-py
+  ext=$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+  if c++ -O2 -std=c++20 -shared -fPIC -Isrc -Ipython $("$PY" -m pybind11 --includes) \
+       python/kvpool_module.cc python/py_buffer.cc -L.gpu-bundle/lib -lkvpool_python_core \
+       -Wl,-rpath,"$PWD/.gpu-bundle/lib" -o "build-py/kvpool$ext" > "$OUT/python-module.log" 2>&1; then
+    PYMOD=build-py
+    row "python module (built here, bundled core)" "ok"
+  else
+    row "python module" "FAIL (see python-module.log)"; status=1; tail -20 "$OUT/python-module.log"
+  fi
+elif cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=ON -DKVPOOL_BENCH=ON \
      -DPython_EXECUTABLE="$(command -v "$PY")" > "$OUT/configure.log" 2>&1; then
-  BUILD=build-gpu
-  targets="gpu_chunk_packing_test connector_bench"
-  if grep -q kvpool_python build-gpu/build.ninja 2>/dev/null; then targets="$targets kvpool_python"; fi
+  mode=full
+  BIN=build-gpu
+  targets="gpu_chunk_packing_test gpu_handoff_test connector_bench restore_bench handoff_bench"
+  if grep -q kvpool_python build-gpu/build.ninja 2>/dev/null; then targets="$targets kvpool_python"; PYMOD=build-gpu/python; fi
+  ninja -C build-gpu -j "$JOBS" $targets > "$OUT/build.log" 2>&1 || { echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1; }
 else
-  mode=kernels-only
+  mode=kernels
   echo "== full configure failed (see $OUT/configure.log); building tests/gpu/standalone"
   cmake -S tests/gpu/standalone -B build-gpu-kernels -G Ninja -DCMAKE_BUILD_TYPE=Release \
       > "$OUT/configure-standalone.log" 2>&1 || { echo "FAIL: standalone configure"; tail -20 "$OUT/configure-standalone.log"; exit 1; }
-  BUILD=build-gpu-kernels
-  targets="gpu_chunk_packing_test connector_bench"
+  BIN=build-gpu-kernels
+  ninja -C "$BIN" -j "$JOBS" > "$OUT/build.log" 2>&1 || { echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1; }
 fi
-echo "== building ($mode): $targets"
-if ! ninja -C "$BUILD" -j "$JOBS" $targets > "$OUT/build.log" 2>&1; then
-  echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1
-fi
-row "build ($mode)" "ok"
+row "programs ($mode)" "ok"
+program() { find "$BIN" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
 
-echo "== GPU kernel test"
-test_bin=$(find "$BUILD" -name gpu_chunk_packing_test -type f | head -1)
-if timeout 120 "$test_bin" --gtest_output=json:"$OUT/gpu_chunk_packing_test.json" > "$OUT/gpu_chunk_packing_test.log" 2>&1; then
-  if grep -q SKIPPED "$OUT/gpu_chunk_packing_test.log"; then row "kernel vs CPU reference" "SKIPPED (no GPU?)"; status=1
-  else row "kernel vs CPU reference (7 layouts)" "PASS"; fi
-else
-  row "kernel vs CPU reference" "FAIL"; status=1; tail -30 "$OUT/gpu_chunk_packing_test.log"
-fi
+# gtest binary: name, what the row says.
+gtest() {
+  local bin; bin=$(program "$1")
+  if [ -z "$bin" ]; then row "$2" "SKIPPED (not built)"; return; fi
+  echo "== $1"
+  if timeout 180 "$bin" --gtest_output=json:"$OUT/$1.json" > "$OUT/$1.log" 2>&1; then
+    if grep -q "\[  SKIPPED \]" "$OUT/$1.log"; then row "$2" "SKIPPED (no GPU?)"; status=1
+    else row "$2" "PASS ($(grep -oE '[0-9]+ tests? from [0-9]+ test suites? ran' "$OUT/$1.log" | cut -d' ' -f1) tests)"; fi
+  else
+    row "$2" "FAIL"; status=1; tail -30 "$OUT/$1.log"
+  fi
+}
+# benchmark binary: name, what the row says, extra arguments.
+bench() {
+  local bin; bin=$(program "$1")
+  if [ -z "$bin" ]; then row "$2" "SKIPPED (not built)"; return; fi
+  echo "== $1"
+  if timeout 300 "$bin" --json "$OUT/$1.json" "${@:3}" > "$OUT/$1.log" 2>&1; then
+    row "$2" "PASS"
+  else
+    row "$2" "FAIL (mismatch or error)"; status=1; tail -20 "$OUT/$1.log"
+  fi
+}
 
-echo "== connector_bench"
-bench_bin=$(find "$BUILD" -name connector_bench -type f | head -1)
-if timeout 300 "$bench_bin" --json "$OUT/connector_bench.json" > "$OUT/connector_bench.log" 2>&1; then
-  row "restored bytes == store bytes" "PASS"
-else
-  row "connector_bench" "FAIL (mismatch or error)"; status=1; tail -20 "$OUT/connector_bench.log"
-fi
+gtest gpu_chunk_packing_test "pack/unpack kernels vs CPU reference"
+gtest gpu_handoff_test "handoff gather/scatter vs CPU reference"
+bench connector_bench "connector kernels: bytes check"
+bench restore_bench "restore from a storage service: bytes check"
+bench handoff_bench "handoff 94 MB example: bytes check"
 
 if "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== torch index_select baseline"
@@ -66,12 +96,12 @@ else
   row "torch baselines" "SKIPPED (no torch with CUDA)"
 fi
 
-if [ "$mode" = full ] && [ -n "$(find "$BUILD/python" -name 'kvpool*.so' 2>/dev/null | head -1)" ]; then
+if [ -n "$PYMOD" ]; then
   echo "== transformer restore test (PyTorch, PP=1 and PP=2)"
-  if PYTHONPATH="$BUILD/python" timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_transformer_restore.py \
+  if PYTHONPATH="$PYMOD" timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_transformer_restore.py \
        > "$OUT/test_transformer_restore.log" 2>&1; then
     if grep -qE "passed" "$OUT/test_transformer_restore.log" && ! grep -qE "skipped" "$OUT/test_transformer_restore.log"; then
-      row "transformer: restored logits == full prefill" "PASS"
+      row "transformer: restored logits == full prefill" "PASS ($(grep -oE '[0-9]+ passed' "$OUT/test_transformer_restore.log"))"
     else
       row "transformer: restored logits == full prefill" "SKIPPED (see log)"; status=1
     fi
@@ -79,12 +109,14 @@ if [ "$mode" = full ] && [ -n "$(find "$BUILD/python" -name 'kvpool*.so' 2>/dev/
     row "transformer: restored logits == full prefill" "FAIL"; status=1; tail -30 "$OUT/test_transformer_restore.log"
   fi
 else
-  row "transformer restore test" "SKIPPED (no full build: pool needs gRPC/protobuf/xxhash dev)"
+  row "transformer restore test" "SKIPPED (no Python module: no bundle, no full build)"
 fi
 
 echo
-echo "================ kvpool connector GPU check ($(cat "$OUT/gpu.txt" | cut -d, -f1)) ================"
-[ -f "$OUT/connector_bench.log" ] && sed -n '/^what /,$p' "$OUT/connector_bench.log"
+echo "================ kvpool GPU check ($(cut -d, -f1 "$OUT/gpu.txt" | head -1), $(nvidia-smi -L 2>/dev/null | wc -l) GPUs) ================"
+for b in connector_bench restore_bench handoff_bench; do
+  [ -f "$OUT/$b.log" ] && { echo "-- $b"; sed -n '/^what /,$p' "$OUT/$b.log"; }
+done
 [ -s "$OUT/index_select_bench.jsonl" ] && "$PY" -c "
 import json,sys
 for l in open('$OUT/index_select_bench.jsonl'):

@@ -36,7 +36,6 @@ class InProcessPool {
   }
   ~InProcessPool() { client_.reset(); }
   client::Client& client() { return *client_; }
-  store::StorageService& store() { return pool_->store(); }
 
  private:
   std::unique_ptr<embedded::EmbeddedPool> pool_;

@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 
+#include "master/master_server.h"
+#include "store/storage_service.h"
+
 namespace kvpool::embedded {
 
 Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOptions& options) {
@@ -28,6 +31,8 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   pool->store_ = std::move(store).value();
   return pool;
 }
+
+std::string EmbeddedPool::address() const { return master_->address(); }
 
 EmbeddedPool::~EmbeddedPool() {
   store_.reset();

@@ -11,8 +11,16 @@
 #include <string>
 
 #include "common/status.h"
-#include "master/master_server.h"
-#include "store/storage_service.h"
+
+// Declared only, so that including this header needs no gRPC headers (the Python module is
+// built on machines without them); include master/master_server.h or store/storage_service.h
+// to use master() or store().
+namespace kvpool::master {
+class MasterServer;
+}
+namespace kvpool::store {
+class StorageService;
+}
 
 namespace kvpool::embedded {
 
@@ -32,7 +40,7 @@ class EmbeddedPool {
   EmbeddedPool& operator=(const EmbeddedPool&) = delete;
 
   // "127.0.0.1:port" of the master.
-  std::string address() const { return master_->address(); }
+  std::string address() const;
   master::MasterServer& master() { return *master_; }
   store::StorageService& store() { return *store_; }
 

@@ -1,5 +1,6 @@
-// MemfdRegion: a pre-faulted memfd-backed region standing in for a store's segment in tests
-// and benchmarks (the store builds its own; transfer code never allocates segments).
+// MemfdRegion: a pre-faulted memfd-backed region that a SegmentServer can serve (same-host
+// peers map it through the memfd): a handoff receiver's landing buffer, and a stand-in for a
+// store's segment in tests and benchmarks (the store builds its own, with huge pages).
 // Also a deterministic byte pattern so two processes agree on a segment's contents.
 #pragma once
 
