@@ -1,0 +1,303 @@
+// The handoff between processes or hosts: HandoffSender (prefill ranks) -> HandoffReceiver
+// (decode) over real sockets on loopback, with the landing segment reached over shm (same host)
+// and over tcp (what another host uses; here the receiver offers no shm socket).
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+
+#include "handoff/handoff_control.h"
+#include "handoff/handoff_receiver.h"
+#include "handoff/handoff_sender.h"
+#include "handoff/test_handoff_caches.h"
+#include "transfer/socket_util.h"
+
+namespace kvpool::handoff {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HostScenario;
+using Clock = std::chrono::steady_clock;
+
+std::vector<DecodeTarget> Targets(const HostScenario& s) {
+  std::vector<DecodeTarget> targets;
+  for (size_t d = 0; d < s.decode.size(); ++d) targets.push_back({&s.decode[d].cache(), s.decode_tables[d]});
+  return targets;
+}
+
+// Every prefill rank sends its part from its own thread, as PP GPUs would.
+std::vector<Status> SendAllRanks(const std::string& address, const HostScenario& s, uint64_t request_id,
+                                 HandoffSenderOptions options = {}) {
+  const uint32_t ranks = s.c.prefill.num_ranks();
+  std::vector<Status> results(ranks);
+  std::vector<std::thread> threads;
+  for (uint32_t p = 0; p < ranks; ++p) {
+    threads.emplace_back([&, p] {
+      auto sender = HandoffSender::Connect(address, s.c.prefill, s.c.decode, p, options);
+      if (!sender.ok()) {
+        results[p] = sender.status();
+        return;
+      }
+      results[p] = (*sender)->Send(request_id, s.c.first_token, s.c.end_token, s.prefill[p].cache(),
+                                   s.prefill_tables[p], Clock::now() + 20s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+class HandoffNetworkTest : public ::testing::TestWithParam<bool> {  // param: tcp only
+ protected:
+  HandoffReceiverOptions Options() const {
+    HandoffReceiverOptions o;
+    if (GetParam()) o.shm_socket_dir = "";
+    return o;
+  }
+};
+
+TEST_P(HandoffNetworkTest, RandomLayoutsLandExactlyWhereTheDefinitionSays) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 12; ++round) {
+    testing::RandomCase c = testing::MakeRandomCase(rng);
+    HostScenario s = testing::MakeHostScenario(c, rng);
+    const auto want = testing::ExpectedDecodePlanes(s);
+    HandoffReceiverOptions o = Options();
+    // Small slots: many pieces per pair, several requests' worth of slot reuse.
+    o.max_write_bytes = 4096;
+    o.landing_bytes = 3 * 4096;
+    auto receiver = HandoffReceiver::Start(c.prefill, c.decode, o);
+    ASSERT_TRUE(receiver.ok()) << receiver.status().ToString();
+    ASSERT_TRUE((*receiver)->Expect(7, c.first_token, c.end_token, Targets(s)).ok());
+    for (const Status& st : SendAllRanks((*receiver)->address(), s, 7)) ASSERT_TRUE(st.ok()) << st.ToString();
+    const Status ready = (*receiver)->Wait(7, Clock::now() + 10s);
+    ASSERT_TRUE(ready.ok()) << ready.ToString();
+    for (size_t d = 0; d < s.decode.size(); ++d) {
+      ASSERT_EQ(s.decode[d].planes(), want[d]) << "round " << round << " decode rank " << d;
+    }
+    EXPECT_GT((*receiver)->stats().pieces, 0u);
+  }
+}
+
+TEST_P(HandoffNetworkTest, SendersUseShmOnOneHostAndTcpAcross) {
+  std::mt19937_64 rng(3);
+  HostScenario s = testing::MakeHostScenario(testing::MakeRandomCase(rng), rng);
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, Options());
+  ASSERT_TRUE(receiver.ok());
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+  EXPECT_EQ((*sender)->transport(), GetParam() ? "tcp" : "shm");
+}
+
+INSTANTIATE_TEST_SUITE_P(Hosts, HandoffNetworkTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("tcp") : std::string("shm"); });
+
+// A fixed two-rank latent case: 2 PP ranks of 2 layers, 4 DCP ranks, 512 tokens of 64 B.
+HostScenario FixedScenario() {
+  testing::RandomCase c;
+  c.prefill.kind = c.decode.kind = KvLayoutKind::kLatent;
+  c.prefill.bytes_per_token_per_layer = c.decode.bytes_per_token_per_layer = 64;
+  c.prefill.stage_layers = {2, 2};
+  c.decode.num_layers = 4;
+  c.decode.dcp_ranks = 4;
+  c.first_token = 0;
+  c.end_token = 512;
+  std::mt19937_64 rng(5);
+  return testing::MakeHostScenario(c, rng);
+}
+
+TEST(HandoffNetwork, UnexpectedRequestAndOtherLayoutsAreRefusedAndTheConnectionLives) {
+  HostScenario s = FixedScenario();
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, {});
+  ASSERT_TRUE(receiver.ok());
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  ASSERT_TRUE(sender.ok());
+  Status st = (*sender)->Send(99, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+
+  ASSERT_TRUE((*receiver)->Expect(2, 0, 512, Targets(s)).ok());
+  DecodeLayout other = s.c.decode;
+  other.interleave = 2;
+  auto mismatched = HandoffSender::Connect((*receiver)->address(), s.c.prefill, other, 0);
+  ASSERT_TRUE(mismatched.ok());
+  st = (*mismatched)->Send(2, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  // The first sender's connection still works.
+  EXPECT_TRUE((*sender)->Send(2, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s).ok());
+  auto second = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE((*second)->Send(2, 0, 512, s.prefill[1].cache(), s.prefill_tables[1], Clock::now() + 5s).ok());
+  EXPECT_TRUE((*receiver)->Wait(2, Clock::now() + 5s).ok());
+}
+
+TEST(HandoffNetwork, ReceiverGoneMidRequestFailsTheSenderCleanly) {
+  HostScenario s = FixedScenario();
+  HandoffReceiverOptions o;
+  o.max_write_bytes = 1024;
+  o.landing_bytes = 1024;
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(3, 0, 512, Targets(s)).ok());
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  ASSERT_TRUE(sender.ok());
+  std::thread killer([&] {
+    while ((*receiver)->stats().pieces < 3) std::this_thread::sleep_for(1ms);
+    receiver->reset();  // the decode instance goes away mid-request
+  });
+  const auto t0 = Clock::now();
+  Status st = (*sender)->Send(3, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 10s);
+  killer.join();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_LT(Clock::now() - t0, 5s) << "a dead receiver must not hold the sender until its deadline";
+  // The sender is broken now and says so at once.
+  EXPECT_EQ((*sender)->Send(4, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 10s).code(),
+            StatusCode::kUnavailable);
+}
+
+// Raw socket helpers for a misbehaving sender.
+int RawConnect(const std::string& address) {
+  auto a = transfer::ResolveTcpAddress(address);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(fd, a->get(), a->length) != 0) return -1;
+  return fd;
+}
+
+TEST(HandoffNetwork, FullLandingMakesSendersWaitNeverFail) {
+  HostScenario s = FixedScenario();
+  HandoffReceiverOptions o;
+  o.max_write_bytes = 1024;
+  o.landing_bytes = 1024;  // one slot for everyone
+  o.slot_quarantine = 300ms;
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(1, 0, 512, Targets(s)).ok());
+  // Another peer holds the only slot, then drops it into quarantine: the senders must wait.
+  const int fd = RawConnect((*receiver)->address());
+  const auto deadline = Clock::now() + 5s;
+  ASSERT_TRUE(ReceiveControl(fd, deadline).ok());
+  ControlMessage ask;
+  ask.type = ControlType::kSlotRequest;
+  ASSERT_TRUE(SendControl(fd, ask, deadline).ok());
+  ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+  ::close(fd);
+  for (const Status& st : SendAllRanks((*receiver)->address(), s, 1)) ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE((*receiver)->Wait(1, Clock::now() + 10s).ok());
+  EXPECT_GT((*receiver)->stats().slot_waits, 0u);
+}
+
+TEST(HandoffNetwork, SenderLostMidRequestFailsTheRequestAndFreesItsSlot) {
+  HostScenario s = FixedScenario();
+  HandoffReceiverOptions o;
+  o.max_write_bytes = 1024;
+  o.landing_bytes = 2048;
+  o.slot_quarantine = 100ms;
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(5, 0, 512, Targets(s)).ok());
+  const int fd = RawConnect((*receiver)->address());
+  ASSERT_GE(fd, 0);
+  const auto deadline = Clock::now() + 5s;
+  ASSERT_TRUE(ReceiveControl(fd, deadline).ok());  // hello
+  ControlMessage begin;
+  begin.type = ControlType::kBegin;
+  begin.request_id = 5;
+  begin.a = 0;
+  begin.b = 0;
+  begin.c = 512;
+  begin.d = LayoutsFingerprint(s.c.prefill, s.c.decode);
+  ASSERT_TRUE(SendControl(fd, begin, deadline).ok());
+  ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+  ControlMessage ask;
+  ask.type = ControlType::kSlotRequest;
+  ask.request_id = 5;
+  for (int i = 0; i < 2; ++i) {  // takes both slots, then dies
+    ASSERT_TRUE(SendControl(fd, ask, deadline).ok());
+    ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+  }
+  ::close(fd);
+  const Status st = (*receiver)->Wait(5, Clock::now() + 5s);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  // After the quarantine the slots serve a new request.
+  ASSERT_TRUE((*receiver)->Expect(6, 0, 512, Targets(s)).ok());
+  for (const Status& r : SendAllRanks((*receiver)->address(), s, 6)) EXPECT_TRUE(r.ok()) << r.ToString();
+  EXPECT_TRUE((*receiver)->Wait(6, Clock::now() + 5s).ok());
+}
+
+TEST(HandoffNetwork, GarbageAndForgedPiecesNeverReachTheCache) {
+  HostScenario s = FixedScenario();
+  const auto before = s.decode[0].planes();
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, {});
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(8, 0, 512, Targets(s)).ok());
+  {  // Bytes that are not the protocol: the connection is closed, nothing else happens.
+    const int fd = RawConnect((*receiver)->address());
+    const std::string junk = "GET / HTTP/1.1\r\n\r\n" + std::string(100, 'x');
+    ASSERT_EQ(::write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+    char buf[256];
+    while (::read(fd, buf, sizeof buf) > 0) {
+    }
+    ::close(fd);
+  }
+  {  // A piece announced in a slot this connection was never granted: closed, not scattered.
+    const int fd = RawConnect((*receiver)->address());
+    const auto deadline = Clock::now() + 5s;
+    ASSERT_TRUE(ReceiveControl(fd, deadline).ok());
+    ControlMessage forged;
+    forged.type = ControlType::kPieceWritten;
+    forged.request_id = 8;
+    ASSERT_TRUE(SendControl(fd, forged, deadline).ok());
+    EXPECT_FALSE(ReceiveControl(fd, deadline).ok());
+    ::close(fd);
+  }
+  {  // A piece whose bytes do not match its checksum fails the request.
+    const int fd = RawConnect((*receiver)->address());
+    const auto deadline = Clock::now() + 5s;
+    ASSERT_TRUE(ReceiveControl(fd, deadline).ok());
+    ControlMessage begin;
+    begin.type = ControlType::kBegin;
+    begin.request_id = 8;
+    begin.c = 512;
+    begin.d = LayoutsFingerprint(s.c.prefill, s.c.decode);
+    ASSERT_TRUE(SendControl(fd, begin, deadline).ok());
+    ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+    ControlMessage ask;
+    ask.type = ControlType::kSlotRequest;
+    ask.request_id = 8;
+    ASSERT_TRUE(SendControl(fd, ask, deadline).ok());
+    auto grant = ReceiveControl(fd, deadline);
+    ASSERT_TRUE(grant.ok());
+    ControlMessage landed;
+    landed.type = ControlType::kPieceWritten;
+    landed.request_id = 8;
+    landed.a = grant->a;
+    landed.d = 12345;  // not the checksum of whatever is in the slot
+    ASSERT_TRUE(SendControl(fd, landed, deadline).ok());
+    ControlMessage end;
+    end.type = ControlType::kEnd;
+    end.request_id = 8;
+    ASSERT_TRUE(SendControl(fd, end, deadline).ok());
+    auto reply = ReceiveControl(fd, deadline);
+    ASSERT_TRUE(reply.ok());
+    EXPECT_EQ(reply->code, StatusCode::kInternal) << reply->text;
+    ::close(fd);
+  }
+  EXPECT_EQ((*receiver)->Wait(8, Clock::now() + 5s).code(), StatusCode::kInternal);
+  EXPECT_EQ(s.decode[0].planes(), before) << "no byte of a refused piece may reach the decode cache";
+}
+
+TEST(HandoffNetwork, RequestNotReadyInTimeTimesOut) {
+  HostScenario s = FixedScenario();
+  HandoffReceiverOptions o;
+  o.request_timeout = 200ms;
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(9, 0, 512, Targets(s)).ok());
+  EXPECT_EQ((*receiver)->Wait(9, Clock::now() + 5s).code(), StatusCode::kTimeout);
+  EXPECT_EQ((*receiver)->Poll(9)->code(), StatusCode::kNotFound);  // answered once, then forgotten
+}
+
+}  // namespace
+}  // namespace kvpool::handoff
