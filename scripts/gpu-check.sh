@@ -86,7 +86,7 @@ gtest gpu_chunk_packing_test "pack/unpack kernels vs CPU reference"
 gtest gpu_handoff_test "handoff gather/scatter vs CPU reference"
 bench connector_bench "connector kernels: bytes check"
 bench restore_bench "restore from a storage service: bytes check"
-bench handoff_bench "handoff 94 MB example: bytes check"
+bench handoff_bench "handoff 94 MB example: bytes check" --sweep
 
 if "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== torch index_select baseline"
