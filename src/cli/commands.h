@@ -12,6 +12,8 @@ void AddServeCommand(CLI::App& app);    // kvpool serve (master + one store in o
 void AddObjectCommands(CLI::App& app);  // kvpool put / get / exists / rm / stat
 void AddBenchCommand(CLI::App& app);    // kvpool bench
 void AddTraceCommand(CLI::App& app);    // kvpool trace synth / stats
+void AddReplayCommand(CLI::App& app);   // kvpool replay (agent-trace replay on an emulated P/D deployment)
+void AddReportCommand(CLI::App& app);   // kvpool report (plots from replay results)
 
 // Set by the chosen subcommand's callback; main returns it.
 int& ExitCode();

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   kvpool::cli::AddObjectCommands(app);
   kvpool::cli::AddBenchCommand(app);
   kvpool::cli::AddTraceCommand(app);
+  kvpool::cli::AddReplayCommand(app);
+  kvpool::cli::AddReportCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kvpool::cli::ExitCode();
 }

@@ -1,0 +1,225 @@
+// kvpool replay: replay agent sessions against an emulated P/D deployment that saves KV to
+// and restores KV from the pool (src/replay/README.md).
+//   kvpool replay (--trace FILE | --synth N) [--sessions 8[,16,...]] [--duration S] [--requests N]
+//                 [--mode pool|no-pool|both] [--geometry scaled|published|tiny] [--speedup X]
+//                 [--master HOST:PORT] [--json OUT]
+// One run per (sessions, mode): modes are compared at each concurrency. Without --master each
+// pool run starts its own embedded pool (master + storage service in this process, sized by
+// the geometry). A progress line is drawn on stderr when it is a terminal. Exit status: 0,
+// 1 on bad input or a failed run, 2 on bad flags, 3 when any KV byte failed verification or
+// any request failed (the results are still printed and written).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "replay/replay_run.h"
+#include "trace/corpus_synthesizer.h"
+#include "trace/reuse_ceiling.h"
+#include "trace/trace_loader.h"
+
+namespace kvpool::cli {
+namespace {
+
+struct ReplayFlags {
+  std::string trace_file;
+  std::string format = "auto";
+  int synth_traces = 0;
+  double synth_turn_scale = 1.0;
+  std::string sessions = "8";
+  double duration_s = 600;
+  int64_t requests = 0;
+  std::string mode = "both";
+  std::string geometry = "scaled";
+  int servers = 1;
+  double speedup = 0;
+  std::string master;
+  std::string handoff = "network";
+  std::string json_out;
+  int warmup = 2;
+  uint64_t seed = 1;
+  uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
+};
+
+Result<std::vector<int>> ParseSessions(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      const int n = std::stoi(item, &used);
+      if (used != item.size() || n < 1) throw std::invalid_argument(item);
+      out.push_back(n);
+    } catch (const std::exception&) {
+      return InvalidArgument(fmt::format("--sessions: '{}' is not a positive number", item));
+    }
+  }
+  if (out.empty()) return InvalidArgument("--sessions: give at least one number");
+  return out;
+}
+
+void DrawProgress(const std::string& label, const replay::ReplayProgress& p, double duration_s) {
+  std::string where = p.warm ? fmt::format("measuring {:.0f}/{:.0f} s", p.emulated_s - p.window_start_s, duration_s)
+                             : fmt::format("warming up ({} lanes ready)", p.lanes_warm);
+  std::fprintf(stderr, "\r\033[K%s: t=%.0f s emulated · %s · %lld requests · %zu in flight", label.c_str(),
+               p.emulated_s, where.c_str(), static_cast<long long>(p.requests), p.in_flight);
+  std::fflush(stderr);
+}
+
+int RunReplayCommand(const ReplayFlags& f) {
+  auto sessions = ParseSessions(f.sessions);
+  if (!sessions.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", sessions.status().message());
+    return 2;
+  }
+  auto geometry = replay::GeometryPreset(f.geometry);
+  if (!geometry.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", geometry.status().message());
+    return 2;
+  }
+  geometry->servers = f.servers;
+  if (f.prefill_cache_tokens) geometry->prefill_cache_tokens = f.prefill_cache_tokens;
+  if (f.decode_kv_tokens) geometry->decode_kv_tokens = f.decode_kv_tokens;
+  if (f.pool_tokens) geometry->pool_tokens = f.pool_tokens;
+
+  trace::Corpus corpus;
+  std::string source;
+  if (!f.trace_file.empty()) {
+    auto format = trace::ParseTraceFormatChoice(f.format);
+    if (!format.ok()) {
+      fmt::print(stderr, "kvpool replay: {}\n", format.status().message());
+      return 2;
+    }
+    trace::LoadOptions load;
+    load.max_context_tokens = geometry->max_context_tokens;
+    auto loaded = trace::LoadTraceFile(f.trace_file, *format, load);
+    if (!loaded.ok()) {
+      fmt::print(stderr, "kvpool replay: {}\n", loaded.status().message());
+      return 1;
+    }
+    corpus = std::move(loaded).value();
+    source = f.trace_file;
+  } else {
+    trace::SynthesisOptions s;
+    s.traces = f.synth_traces;
+    s.turn_scale = f.synth_turn_scale;
+    corpus = trace::SynthesizeCorpus(s, f.seed);
+    source = fmt::format("synthetic corpus ({} traces, seed {}, turn scale {})", f.synth_traces, f.seed,
+                         f.synth_turn_scale);
+  }
+  const trace::ReuseCeiling ceiling = trace::CorpusReuseCeiling(corpus);
+  fmt::print("corpus: {} — {} traces, reuse ceiling {:.2f}%\n", source, corpus.traces.size(), 100 * ceiling.ratio());
+
+  std::vector<bool> modes;
+  if (f.mode == "pool" || f.mode == "both") modes.push_back(true);
+  if (f.mode == "no-pool" || f.mode == "both") modes.push_back(false);
+  const bool tty = isatty(fileno(stderr));
+  nlohmann::json runs = nlohmann::json::array();
+  bool clean = true;
+  for (int n : *sessions) {
+    for (bool use_pool : modes) {
+      replay::ReplayRunOptions o;
+      o.geometry = *geometry;
+      o.replay.sessions = n;
+      o.replay.duration_s = f.duration_s;
+      o.replay.max_requests = f.requests;
+      o.replay.warmup_requests = f.warmup;
+      o.replay.seed = f.seed;
+      o.speedup = f.speedup;
+      o.use_pool = use_pool;
+      o.master_address = f.master;
+      o.handoff = f.handoff;
+      const std::string label = fmt::format("{} sessions, {}", n, use_pool ? "pool" : "no pool");
+      if (tty) o.on_progress = [&](const replay::ReplayProgress& p) { DrawProgress(label, p, f.duration_s); };
+      auto summary = replay::RunReplay(corpus, o);
+      if (tty) std::fprintf(stderr, "\r\033[K");
+      if (!summary.ok()) {
+        fmt::print(stderr, "kvpool replay: {}: {}\n", label, summary.status().ToString());
+        return 1;
+      }
+      fmt::print("{}", replay::FormatSummary(*summary));
+      std::fflush(stdout);
+      clean = clean && summary->verification_errors == 0 && summary->failed_requests == 0;
+      nlohmann::json j = replay::SummaryToJson(*summary);
+      j["corpus"] = {{"source", source}, {"traces", corpus.traces.size()}, {"ceiling", ceiling.ratio()}};
+      runs.push_back(std::move(j));
+    }
+  }
+  if (!f.json_out.empty()) {
+    std::ofstream out(f.json_out);
+    out << nlohmann::json{{"runs", runs}}.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "kvpool replay: cannot write {}\n", f.json_out);
+      return 1;
+    }
+    fmt::print("wrote {}\n", f.json_out);
+  }
+  // Wrong bytes or failed requests are a failed run, whatever the throughput.
+  return clean ? 0 : 3;
+}
+
+}  // namespace
+
+void AddReplayCommand(CLI::App& app) {
+  static ReplayFlags f;
+  auto* cmd = app.add_subcommand(
+      "replay", "Replay agent sessions against an emulated P/D deployment with real KV movement through the pool");
+  auto* source = cmd->add_option_group("trace source");
+  source->add_option("--trace", f.trace_file, "AgentX or Mooncake JSONL trace file");
+  source->add_option("--synth", f.synth_traces, "replay a synthetic AgentX corpus of N traces instead")
+      ->check(CLI::Range(1, 100'000));
+  source->require_option(1);
+  cmd->add_option("--format", f.format, "trace file format")
+      ->check(CLI::IsMember({"agentx", "mooncake", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--synth-turn-scale", f.synth_turn_scale, "scale the synthetic traces' turns (e.g. 0.3)")
+      ->check(CLI::Range(0.001, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--sessions", f.sessions, "concurrent session trees; a comma list runs a sweep (e.g. 56,72,96,112)")
+      ->capture_default_str();
+  cmd->add_option("--duration", f.duration_s, "emulated seconds to measure after warm-up; 0 = until --requests")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--requests", f.requests, "stop after this many counted requests; 0 = no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--mode", f.mode, "pool, no-pool (GPU prefix cache only) or both")
+      ->check(CLI::IsMember({"pool", "no-pool", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--geometry", f.geometry, "model geometry preset: scaled, published, tiny")
+      ->check(CLI::IsMember(replay::GeometryPresetNames()))
+      ->capture_default_str();
+  cmd->add_option("--servers", f.servers, "8-GPU servers (each 1 prefill + 1 decode instance) sharing one pool")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--speedup", f.speedup,
+                  "emulated seconds per wall second (trace waits and compute alike); 0 = as fast as possible")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--master", f.master, "use the pool at this master instead of an embedded one")->check(HostPort());
+  cmd->add_option("--handoff", f.handoff,
+                  "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter) or cpu "
+                  "(a memcpy per token-layer)")
+      ->check(CLI::IsMember({"network", "cpu"}))
+      ->capture_default_str();
+  cmd->add_option("--json", f.json_out, "write every run's results to this JSON file");
+  cmd->add_option("--warmup", f.warmup, "warm-up requests per lane after the primer (not counted)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
+  auto* caps = cmd->add_option_group("capacity overrides (tokens)");
+  caps->add_option("--prefill-cache-tokens", f.prefill_cache_tokens, "GPU prefix cache per prefill instance");
+  caps->add_option("--decode-kv-tokens", f.decode_kv_tokens, "KV tokens per decode instance (admission gate)");
+  caps->add_option("--pool-tokens", f.pool_tokens, "pool capacity");
+  cmd->callback([] { ExitCode() = RunReplayCommand(f); });
+}
+
+}  // namespace kvpool::cli

@@ -1,0 +1,78 @@
+// kvpool report: PNG plots from `kvpool replay --json` results — throughput per GPU by
+// concurrency, stacked prompt-token sources, TTFT p50/p90 — one line per mode.
+//   kvpool report RESULTS.json... --out DIR
+// The plotting is scripts/replay_report.py (matplotlib), run with /usr/bin/python3; this
+// command finds it in the source tree kvpool was built from (or at --script / the
+// KVPOOL_REPORT_SCRIPT environment variable) and passes the arguments through.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+#ifndef KVPOOL_SOURCE_DIR
+#define KVPOOL_SOURCE_DIR "."
+#endif
+
+namespace kvpool::cli {
+namespace {
+
+struct ReportFlags {
+  std::vector<std::string> results;
+  std::string out = "replay-report";
+  std::string script;
+  std::string python = "/usr/bin/python3";
+};
+
+int RunReport(const ReportFlags& f) {
+  std::string script = f.script;
+  if (script.empty()) {
+    const char* env = std::getenv("KVPOOL_REPORT_SCRIPT");
+    script = env ? env : std::string(KVPOOL_SOURCE_DIR) + "/scripts/replay_report.py";
+  }
+  if (!std::filesystem::exists(script)) {
+    fmt::print(stderr, "kvpool report: plotting script {} not found (set --script)\n", script);
+    return 1;
+  }
+  std::vector<std::string> args = {f.python, script, "--out", f.out};
+  args.insert(args.end(), f.results.begin(), f.results.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    fmt::print(stderr, "kvpool report: cannot start {}\n", f.python);
+    return 1;
+  }
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fmt::print(stderr, "kvpool report: {} {} failed (exit {})\n", f.python, script,
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddReportCommand(CLI::App& app) {
+  static ReportFlags f;
+  auto* cmd = app.add_subcommand("report", "PNG plots from `kvpool replay --json` results");
+  cmd->add_option("results", f.results, "JSON files written by kvpool replay --json")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--out", f.out, "folder for the PNG files")->capture_default_str();
+  cmd->add_option("--script", f.script, "the plotting script (default: scripts/replay_report.py of the source tree)");
+  cmd->add_option("--python", f.python, "Python with matplotlib")->capture_default_str();
+  cmd->callback([] { ExitCode() = RunReport(f); });
+}
+
+}  // namespace kvpool::cli

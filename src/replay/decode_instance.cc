@@ -1,0 +1,86 @@
+#include "replay/decode_instance.h"
+
+#include <algorithm>
+
+namespace kvpool::replay {
+namespace {
+
+connector::PagedKvLayout DecodeLayout(const connector::KvModelSpec& spec) {
+  connector::PagedKvLayout l;
+  l.kind = spec.layout;
+  l.num_layers = spec.total_layers();
+  l.block_tokens = spec.block_tokens;
+  l.bytes_per_token_per_layer = spec.bytes_per_token_per_layer;
+  return l;
+}
+
+}  // namespace
+
+DecodeInstance::DecodeInstance(int index, const DeploymentContext& ctx)
+    : index_(index),
+      ctx_(ctx),
+      gate_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens * ctx.geometry->spec.block_tokens),
+      cache_(std::make_unique<HostKvCache>(DecodeLayout(ctx.ns->spec()),
+                                           ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens)),
+      blocks_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens) {}
+
+Result<std::vector<connector::BlockId>> DecodeInstance::AllocateBlocks(uint64_t tokens) {
+  const uint32_t block = ctx_.geometry->spec.block_tokens;
+  return blocks_.AllocateBlocks((tokens + block - 1) / block);
+}
+
+void DecodeInstance::NoteUtilisation() {
+  const double share = double(gate_.reserved()) / double(gate_.capacity());
+  peak_utilisation_ = std::max(peak_utilisation_, share);
+  if (!utilisation_.empty() && utilisation_.back().first == ctx_.sim->now()) {
+    utilisation_.back().second = share;
+  } else {
+    utilisation_.emplace_back(ctx_.sim->now(), share);
+  }
+}
+
+double DecodeInstance::MeanKvUtilisation(double from, double to) const {
+  if (to <= from) return 0;
+  double area = 0;
+  for (size_t i = 0; i < utilisation_.size(); ++i) {
+    const double start = std::max(from, utilisation_[i].first);
+    const double end = std::min(to, i + 1 < utilisation_.size() ? utilisation_[i + 1].first : to);
+    if (end > start) area += (end - start) * utilisation_[i].second;
+  }
+  return area / (to - from);
+}
+
+void DecodeInstance::Add(InFlightRequest* r) {
+  r->record.decode_instance = index_;
+  running_.push_back(r);
+  if (!stepping_) Step();
+}
+
+void DecodeInstance::Step() {
+  if (running_.empty()) return;
+  uint64_t context = 0;
+  for (const InFlightRequest* r : running_) context += r->tokens.size() + r->generated;
+  const size_t batch = running_.size();  // requests added during the step join the next one
+  stepping_ = true;
+  ++steps_;
+  ctx_.sim->After(ctx_.cost->DecodeStepSeconds(batch, context), [this, batch] {
+    stepping_ = false;
+    std::vector<InFlightRequest*> done;
+    std::vector<InFlightRequest*> still;
+    for (size_t i = 0; i < running_.size(); ++i) {
+      InFlightRequest* r = running_[i];
+      if (i < batch) ++r->generated;
+      (r->generated >= r->record.output_tokens ? done : still).push_back(r);
+    }
+    running_ = std::move(still);
+    for (InFlightRequest* r : done) {
+      r->record.finish_s = ctx_.sim->now();
+      blocks_.Release(r->decode_blocks);
+      r->decode_blocks.clear();
+      on_finished(r);
+    }
+    Step();
+  });
+}
+
+}  // namespace kvpool::replay

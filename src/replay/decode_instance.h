@@ -1,0 +1,66 @@
+// DecodeInstance: one decode instance — its KV admission gate, a paged cache holding every
+// layer of the requests it decodes (host memory), and continuous batching: each emulated
+// step produces one token for every running request; requests that arrive mid-step join
+// the next one; a request leaves after its pinned output length.
+// Single-threaded (the event loop).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "replay/deployment_context.h"
+#include "replay/gpu_prefix_cache.h"
+#include "replay/host_kv_cache.h"
+#include "replay/in_flight_request.h"
+#include "replay/kv_admission_gate.h"
+
+namespace kvpool::replay {
+
+class DecodeInstance {
+ public:
+  DecodeInstance(int index, const DeploymentContext& ctx);
+  DecodeInstance(const DecodeInstance&) = delete;
+  DecodeInstance& operator=(const DecodeInstance&) = delete;
+
+  // Called when a request produced its last token; its blocks are already freed and its
+  // gate tokens not yet released (the deployment does that).
+  std::function<void(InFlightRequest*)> on_finished;
+
+  KvAdmissionGate& gate() { return gate_; }
+  const KvAdmissionGate& gate() const { return gate_; }
+  const connector::PagedKvCache& cache() const { return cache_->cache(); }
+  // Blocks for a request's prompt. Cannot fail for requests the gate admitted: the gate
+  // reserves whole blocks of prompt + output.
+  Result<std::vector<connector::BlockId>> AllocateBlocks(uint64_t tokens);
+  void ReleaseBlocks(const std::vector<connector::BlockId>& blocks) { blocks_.Release(blocks); }
+  // Starts decoding `r` (its first token already came from prefill).
+  void Add(InFlightRequest* r);
+
+  size_t running() const { return running_.size(); }
+  uint64_t steps() const { return steps_; }
+  // Highest share of the gate's capacity reserved at once.
+  double peak_kv_utilisation() const { return peak_utilisation_; }
+  // Time-weighted mean share reserved over [from, to] (emulated seconds).
+  double MeanKvUtilisation(double from, double to) const;
+  // Records the gate's reservation now; called after every admit and release.
+  void NoteUtilisation();
+
+ private:
+  void Step();
+
+  const int index_;
+  const DeploymentContext ctx_;
+  KvAdmissionGate gate_;
+  std::unique_ptr<HostKvCache> cache_;
+  GpuPrefixCache blocks_;  // used as a plain allocator: decode never shares blocks
+  std::vector<InFlightRequest*> running_;
+  bool stepping_ = false;
+  uint64_t steps_ = 0;
+  double peak_utilisation_ = 0;
+  std::vector<std::pair<double, double>> utilisation_;  // (time, share reserved from then on)
+};
+
+}  // namespace kvpool::replay

@@ -1,0 +1,83 @@
+#include "replay/kv_pattern.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "replay/host_kv_cache.h"
+#include "replay/kv_handoff.h"
+#include "replay/token_content.h"
+
+namespace kvpool::replay {
+namespace {
+
+TEST(KvPatternTest, BlockKeysChainAndFollowSharedPrefixes) {
+  std::vector<connector::TokenId> a(100), b(100);
+  std::iota(a.begin(), a.end(), 1);
+  b = a;
+  b[40] = -5;  // diverges in block 2 (16-token blocks)
+  const auto ka = ChainBlockKeys(a, 16), kb = ChainBlockKeys(b, 16);
+  ASSERT_EQ(ka.size(), 7u);  // 6 full + 1 partial
+  EXPECT_EQ(ka[0], kb[0]);
+  EXPECT_EQ(ka[1], kb[1]);
+  EXPECT_NE(ka[2], kb[2]);
+  EXPECT_NE(ka[6], kb[6]);  // every later key changes
+}
+
+TEST(KvPatternTest, PromptTokensShareExactlyTheSharedBlocks) {
+  const trace::BlockIds first({1, 2, 3}), next({1, 2, 9});
+  const auto a = PromptTokens(first, 64, 192, 7), b = PromptTokens(next, 64, 192, 7);
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + 128, b.begin()));
+  EXPECT_FALSE(std::equal(a.begin() + 128, a.end(), b.begin() + 128));
+  EXPECT_NE(PromptTokens(first, 64, 192, 8), a);  // another session shares nothing
+  EXPECT_EQ(PromptTokens(first, 64, 150, 7).size(), 150u);  // a partial last block
+}
+
+TEST(KvPatternTest, WrittenKvVerifiesAndACorruptByteIsCaught) {
+  connector::PagedKvLayout layout;
+  layout.num_layers = 2;
+  layout.block_tokens = 16;
+  layout.bytes_per_token_per_layer = 12;  // not a multiple of 8 on purpose
+  HostKvCache cache(layout, 8);
+  std::vector<connector::TokenId> tokens(40, 3);
+  const auto keys = ChainBlockKeys(tokens, 16);
+  const std::vector<connector::BlockId> table = {5, 0, 2};
+  WriteKv(cache.cache(), table, 10, keys, 0, 40);
+  EXPECT_EQ(CountKvMismatches(cache.cache(), table, 10, keys, 0, 40), 0u);
+  EXPECT_EQ(CountKvMismatches(cache.cache(), table, 11, keys, 0, 40), 80u);  // other layers' bytes
+  cache.cache().TokenAddress(table, 1, 0, 33)[11] ^= std::byte{1};
+  EXPECT_EQ(CountKvMismatches(cache.cache(), table, 10, keys, 0, 40), 1u);
+}
+
+TEST(KvPatternTest, CpuHandoffMovesEveryStageIntoTheDecodeLayers) {
+  connector::PagedKvLayout stage;
+  stage.num_layers = 1;
+  stage.block_tokens = 16;
+  stage.bytes_per_token_per_layer = 8;
+  HostKvCache s0(stage, 4), s1(stage, 4);
+  connector::PagedKvLayout dec = stage;
+  dec.num_layers = 2;
+  HostKvCache decode(dec, 6);
+  std::vector<connector::TokenId> tokens(50, 9);
+  const auto keys = ChainBlockKeys(tokens, 16);
+  const std::vector<connector::BlockId> ptable = {3, 1, 0, 2}, dtable = {5, 4, 0, 1};
+  WriteKv(s0.cache(), ptable, 0, keys, 0, 50);
+  WriteKv(s1.cache(), ptable, 1, keys, 0, 50);
+  auto handoff = NewCpuKvHandoff();
+  KvHandoffRequest r;
+  r.tokens = 50;
+  r.stage_caches = {&s0.cache(), &s1.cache()};
+  r.stage_first_layers = {0, 1};
+  r.stage_block_tables = {ptable, ptable};
+  r.decode_cache = &decode.cache();
+  r.decode_block_table = dtable;
+  auto bytes = handoff->Transfer(r);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(*bytes, 50u * 2 * 8);
+  EXPECT_EQ(CountKvMismatches(decode.cache(), dtable, 0, keys, 0, 50), 0u);
+  r.tokens = 65;  // beyond the block tables
+  EXPECT_EQ(handoff->Transfer(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvpool::replay

@@ -1,0 +1,121 @@
+#include "replay/network_kv_handoff.h"
+
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "handoff/handoff_receiver.h"
+#include "handoff/handoff_sender.h"
+
+namespace kvpool::replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One decode cache's receiver and a sender per prefill stage.
+struct Link {
+  std::unique_ptr<handoff::HandoffReceiver> receiver;
+  std::vector<std::unique_ptr<handoff::HandoffSender>> senders;
+};
+
+class NetworkKvHandoff final : public KvHandoff {
+ public:
+  explicit NetworkKvHandoff(NetworkKvHandoffOptions options) : options_(options) {}
+  ~NetworkKvHandoff() override {
+    for (auto& [cache, link] : links_) link.senders.clear();  // senders before their receiver
+  }
+
+  Result<uint64_t> Transfer(const KvHandoffRequest& r) override {
+    if (r.decode_cache == nullptr || r.stage_caches.empty() || r.stage_caches.size() != r.stage_first_layers.size() ||
+        r.stage_caches.size() != r.stage_block_tables.size()) {
+      return InvalidArgument("handoff: stages, first layers and block tables must match one to one");
+    }
+    handoff::PrefillLayout prefill;
+    const connector::PagedKvLayout& first = r.stage_caches[0]->layout;
+    prefill.kind = first.kind;
+    prefill.bytes_per_token_per_layer = first.bytes_per_token_per_layer;
+    prefill.block_tokens = first.block_tokens;
+    uint64_t bytes = 0;
+    for (size_t s = 0; s < r.stage_caches.size(); ++s) {
+      // The planner splits the model's layers in stage order from layer 0.
+      if (r.stage_first_layers[s] != prefill.total_layers()) {
+        return InvalidArgument(fmt::format("handoff: stage {} starts at layer {}, expected {}", s,
+                                           r.stage_first_layers[s], prefill.total_layers()));
+      }
+      prefill.stage_layers.push_back(r.stage_caches[s]->layout.num_layers);
+      bytes += r.tokens * r.stage_caches[s]->layout.num_layers * first.bytes_per_token_per_layer;
+    }
+    const connector::PagedKvLayout& d = r.decode_cache->layout;
+    handoff::DecodeLayout decode;
+    decode.kind = d.kind;
+    decode.num_layers = d.num_layers;
+    decode.bytes_per_token_per_layer = d.bytes_per_token_per_layer;
+    decode.block_tokens = d.block_tokens;
+    if (r.tokens == 0) return uint64_t{0};
+
+    auto link = LinkFor(r.decode_cache, prefill, decode);
+    if (!link.ok()) return link.status();
+    handoff::HandoffReceiver& receiver = *(*link)->receiver;
+    const auto deadline = Clock::now() + options_.timeout;
+    std::vector<handoff::DecodeTarget> targets{{r.decode_cache, {r.decode_block_table.begin(), r.decode_block_table.end()}}};
+    KVPOOL_RETURN_IF_ERROR(receiver.Expect(r.request_id, 0, r.tokens, std::move(targets)));
+    std::vector<Status> sent(r.stage_caches.size());
+    std::vector<std::thread> stages;
+    for (size_t s = 0; s < r.stage_caches.size(); ++s) {
+      stages.emplace_back([&, s] {
+        sent[s] = (*link)->senders[s]->Send(r.request_id, 0, r.tokens, *r.stage_caches[s], r.stage_block_tables[s],
+                                            deadline);
+      });
+    }
+    for (std::thread& t : stages) t.join();
+    Status failed;
+    for (const Status& st : sent) {
+      if (!st.ok() && failed.ok()) failed = st;
+    }
+    if (failed.ok()) failed = receiver.Wait(r.request_id, deadline);
+    if (failed.ok()) return bytes;
+    receiver.Cancel(r.request_id);
+    if (failed.code() == StatusCode::kUnavailable) {  // a broken link: the next request builds a new one
+      std::lock_guard<std::mutex> lock(mu_);
+      links_.erase(r.decode_cache);
+    }
+    return failed;
+  }
+
+  const char* name() const override { return "network"; }
+
+ private:
+  Result<Link*> LinkFor(const connector::PagedKvCache* decode_cache, const handoff::PrefillLayout& prefill,
+                        const handoff::DecodeLayout& decode) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = links_.find(decode_cache);
+    if (it != links_.end()) return &it->second;
+    Link link;
+    handoff::HandoffReceiverOptions ro;
+    ro.max_write_bytes = options_.max_write_bytes;
+    ro.landing_bytes = std::max(options_.landing_bytes, options_.max_write_bytes);
+    ro.request_timeout = options_.timeout;
+    auto receiver = handoff::HandoffReceiver::Start(prefill, decode, ro);
+    if (!receiver.ok()) return receiver.status();
+    link.receiver = std::move(receiver).value();
+    for (uint32_t s = 0; s < prefill.num_ranks(); ++s) {
+      auto sender = handoff::HandoffSender::Connect(link.receiver->address(), prefill, decode, s);
+      if (!sender.ok()) return sender.status();
+      link.senders.push_back(std::move(sender).value());
+    }
+    return &links_.emplace(decode_cache, std::move(link)).first->second;
+  }
+
+  const NetworkKvHandoffOptions options_;
+  std::mutex mu_;
+  std::map<const connector::PagedKvCache*, Link> links_;
+};
+
+}  // namespace
+
+std::unique_ptr<KvHandoff> NewNetworkKvHandoff(NetworkKvHandoffOptions options) {
+  return std::make_unique<NetworkKvHandoff>(options);
+}
+
+}  // namespace kvpool::replay

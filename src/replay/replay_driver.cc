@@ -1,0 +1,242 @@
+#include "replay/replay_driver.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "replay/kv_pattern.h"
+#include "replay/token_content.h"
+
+namespace kvpool::replay {
+
+struct ReplayDriver::Lane {
+  int index = 0;
+  bool warm = false;
+  std::unique_ptr<Tree> tree;
+  std::vector<std::unique_ptr<Tree>> finished;  // kept until the run ends: callbacks hold pointers
+};
+
+struct ReplayDriver::Tree {
+  Lane* lane = nullptr;
+  const trace::Trace* trace = nullptr;
+  uint64_t session_id = 0;
+  uint64_t salt = 0;
+  size_t next_turn = 0;        // the main turn to send next
+  size_t last_uncounted_turn = 0;  // warm-up ends when this turn finished (if warming)
+  bool warming = false;
+  bool main_timer_done = false;
+  bool main_done = false;
+  int active_subagents = 0;
+  std::unordered_map<size_t, int> gate_pending;        // parent turn -> subagents it waits for
+  std::unordered_map<size_t, std::vector<size_t>> spawned_after;  // parent turn -> subagents
+  trace::PrefixHitWalk ceiling_walk;
+};
+
+ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim)
+    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim), rng_state_(Mix64(options.seed)) {}
+
+ReplayDriver::~ReplayDriver() = default;
+
+Status ReplayDriver::Start() {
+  if (options_.sessions < 1) return InvalidArgument("replay: --sessions must be at least 1");
+  const ModelGeometry& g = deployment_->geometry();
+  // A trace must fit the context, a prefill instance's cache and a decode instance's KV.
+  const int64_t fits = std::min<int64_t>({g.max_context_tokens, static_cast<int64_t>(g.prefill_cache_tokens),
+                                          static_cast<int64_t>(g.decode_kv_tokens)});
+  for (const trace::Trace& t : corpus_.traces) {
+    if (t.requests.empty() || t.PeakContextTokens() > fits) {
+      ++traces_skipped_;
+      continue;
+    }
+    usable_.push_back(&t);
+  }
+  if (usable_.empty()) {
+    return InvalidArgument(fmt::format("replay: none of {} traces fits a {}-token context", corpus_.traces.size(), fits));
+  }
+  next_trace_ = Mix64(options_.seed) % usable_.size();
+  for (int i = 0; i < options_.sessions; ++i) {
+    lanes_.push_back(std::make_unique<Lane>());
+    lanes_.back()->index = i;
+  }
+  if (options_.max_requests == 0 && options_.duration_s <= 0) {
+    return InvalidArgument("replay: give a duration or a request limit");
+  }
+  for (auto& lane : lanes_) StartTree(*lane, true);
+  if (options_.duration_s > 0) {
+    // A bound even if some lane never finishes its warm-up (a very long primer).
+    sim_->At(sim_->now() + 2 * options_.duration_s + 3600, [this] { StopAt(sim_->now()); });
+  }
+  return Status::Ok();
+}
+
+double ReplayDriver::window_start_s() const {
+  if (window_opened_at_) return *window_opened_at_;
+  return first_counted_arrival_.value_or(0);
+}
+
+double ReplayDriver::CappedGap(double next_start, double previous_end) const {
+  return std::clamp(next_start - previous_end, 0.0, options_.idle_cap_s);
+}
+
+void ReplayDriver::StartTree(Lane& lane, bool from_random_point) {
+  if (stop_time_) return;
+  if (lane.tree) lane.finished.push_back(std::move(lane.tree));
+  auto tree = std::make_unique<Tree>();
+  tree->lane = &lane;
+  tree->trace = usable_[next_trace_++ % usable_.size()];
+  tree->session_id = next_session_id_++;
+  tree->salt = Mix64(tree->session_id ^ (options_.seed << 32));
+  for (size_t i = 0; i < tree->trace->subagents.size(); ++i) {
+    tree->spawned_after[tree->trace->subagents[i].spawned_after_turn].push_back(i);
+  }
+  const size_t turns = tree->trace->requests.size();
+  if (from_random_point) {
+    const size_t lo = turns / 4, hi = std::max(lo, turns * 3 / 4);
+    rng_state_ = Mix64(rng_state_);
+    const size_t start = std::max<size_t>(1, lo + rng_state_ % (hi - lo + 1));
+    tree->next_turn = std::min(start, turns) - 1;  // the primer
+    tree->warming = true;
+    tree->last_uncounted_turn = std::min(turns - 1, tree->next_turn + options_.warmup_requests);
+  }
+  ++trees_started_;
+  tree->main_timer_done = true;
+  lane.tree = std::move(tree);
+  SendMain(*lane.tree);
+}
+
+void ReplayDriver::SendMain(Tree& tree) {
+  const size_t turn = tree.next_turn;
+  const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
+  tree.main_timer_done = false;
+  Send(tree, tree.trace->requests[turn], counted,
+       [this, t = &tree, turn](const RequestRecord& record) { OnMainDone(*t, turn, record); });
+}
+
+void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const RequestRecord& record) {
+  const std::vector<trace::Request>& turns = tree.trace->requests;
+  const bool counted = record.counted;
+  if (tree.warming && turn == tree.last_uncounted_turn) {
+    tree.warming = false;
+    MarkLaneWarm(*tree.lane);
+  }
+  if (auto it = tree.spawned_after.find(turn); it != tree.spawned_after.end()) {
+    for (size_t s : it->second) {
+      const trace::Subagent& sub = tree.trace->subagents[s];
+      if (sub.gates_turn) ++tree.gate_pending[*sub.gates_turn];
+      StartSubagent(tree, s, counted);
+    }
+  }
+  if (turn + 1 >= turns.size()) {
+    tree.main_done = true;
+    MaybeFinishTree(tree);
+    return;
+  }
+  tree.next_turn = turn + 1;
+  const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
+  sim_->After(gap, [this, t = &tree] {
+    t->main_timer_done = true;
+    TrySendMain(*t);
+  });
+}
+
+void ReplayDriver::TrySendMain(Tree& tree) {
+  if (tree.main_done || !tree.main_timer_done || stop_time_) return;
+  if (auto it = tree.gate_pending.find(tree.next_turn); it != tree.gate_pending.end() && it->second > 0) return;
+  SendMain(tree);
+}
+
+void ReplayDriver::StartSubagent(Tree& tree, size_t subagent, bool counted) {
+  const trace::Subagent& sub = tree.trace->subagents[subagent];
+  if (sub.requests.empty()) {
+    ++tree.active_subagents;
+    OnSubagentDone(tree, subagent);
+    return;
+  }
+  ++tree.active_subagents;
+  const trace::Request& parent = tree.trace->requests[sub.spawned_after_turn];
+  sim_->After(CappedGap(sub.requests[0].start_time_s, parent.end_time_s()),
+              [this, t = &tree, subagent, counted] { SendSubagentRequest(*t, subagent, 0, counted); });
+}
+
+void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted) {
+  if (stop_time_) return;
+  const trace::Subagent& sub = tree.trace->subagents[subagent];
+  Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const RequestRecord&) {
+    const trace::Subagent& s = t->trace->subagents[subagent];
+    if (index + 1 >= s.requests.size()) return OnSubagentDone(*t, subagent);
+    sim_->After(CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s()),
+                [this, t, subagent, index, counted] { SendSubagentRequest(*t, subagent, index + 1, counted); });
+  });
+}
+
+void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
+  --tree.active_subagents;
+  const trace::Subagent& sub = tree.trace->subagents[subagent];
+  if (sub.gates_turn) {
+    --tree.gate_pending[*sub.gates_turn];
+    TrySendMain(tree);
+  }
+  MaybeFinishTree(tree);
+}
+
+void ReplayDriver::MaybeFinishTree(Tree& tree) {
+  if (!tree.main_done || tree.active_subagents > 0) return;
+  tree.ceiling_walk = trace::PrefixHitWalk();  // the tree sends nothing more
+  Lane& lane = *tree.lane;
+  if (tree.warming) {  // a tree too short to finish its warm-up
+    tree.warming = false;
+    MarkLaneWarm(lane);
+  }
+  // Defer: the caller may still be inside this tree's callbacks.
+  sim_->After(0, [this, l = &lane] { StartTree(*l, false); });
+}
+
+void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
+                        std::function<void(const RequestRecord&)> then) {
+  if (stop_time_) return;
+  DeploymentRequest r;
+  r.session_id = tree.session_id;
+  r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
+  r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, request.output_tokens));
+  r.counted = counted;
+  const int64_t hits = tree.ceiling_walk.Visit(request.hash_ids);
+  const uint64_t ceiling_tokens =
+      static_cast<uint64_t>(std::min<int64_t>(hits * tree.trace->block_size, request.input_tokens));
+  if (counted && !first_counted_arrival_) first_counted_arrival_ = sim_->now();
+  deployment_->Submit(std::move(r), [this, ceiling_tokens, then = std::move(then)](const RequestRecord& done) {
+    RequestRecord copy = done;
+    copy.ceiling_hit_tokens = ceiling_tokens;
+    Record(copy);
+    if (!stop_time_) then(copy);
+  });
+}
+
+void ReplayDriver::Record(const RequestRecord& record) {
+  records_.push_back(record);
+  if (!record.counted) return;
+  ++counted_finished_;
+  if (options_.max_requests > 0 && counted_finished_ >= options_.max_requests) StopAt(sim_->now());
+}
+
+void ReplayDriver::MarkLaneWarm(Lane& lane) {
+  if (lane.warm) return;
+  lane.warm = true;
+  ++lanes_warm_;
+  // The window opens when 90% of the lanes are warm: waiting for every one would let a single
+  // lane whose warm-up turn spawned a long subagent fan-out hold the measurement back.
+  const size_t quorum = (lanes_.size() * 9 + 9) / 10;
+  if (lanes_warm_ < quorum || window_opened_at_) return;
+  window_opened_at_ = sim_->now();
+  if (options_.duration_s > 0) {
+    sim_->At(*window_opened_at_ + options_.duration_s, [this] { StopAt(sim_->now()); });
+  }
+}
+
+void ReplayDriver::StopAt(double time) {
+  if (stop_time_) return;
+  stop_time_ = time;
+  sim_->Stop();
+}
+
+}  // namespace kvpool::replay

@@ -1,0 +1,105 @@
+// ReplayDriver: replays agent session trees against a Deployment (agentx-format.md).
+//
+// Lanes: `sessions` concurrent session trees. A lane's first tree starts at a random main
+// turn k (25-75% of its turns): it sends turn k-1 as a primer (the full prefix, so the
+// caches see the session as a live one would) and `warmup_requests` further main turns, none
+// of which count in the metrics (nor do subagents they spawn). When a tree finishes, the
+// lane takes the next trace from turn 0, all counted.
+// Threads: a tree's main thread sends turn j+1 after turn j's answer plus the recorded gap
+// (t[j+1] - (t[j] + api_time[j])) and after every subagent gating turn j+1 finished;
+// subagents spawned after turn j (trace.h: spawned_after_turn) run in parallel, each its own
+// thread with its own recorded gaps. Every wait is capped at `idle_cap_s` (the 300 s idle
+// cap, applied per wait). Output length is the recorded one. Prompt tokens come from the
+// recorded hash_ids (token_content.h), so reuse is exactly what the trace allows.
+// Measurement: starts when 90% of the lanes have finished their warm-up and lasts
+// `duration_s` emulated seconds, or until `max_requests` counted requests finished
+// (whichever first).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "replay/deployment.h"
+#include "replay/request_record.h"
+#include "replay/simulation.h"
+#include "trace/reuse_ceiling.h"
+#include "trace/trace.h"
+
+namespace kvpool::replay {
+
+struct ReplayOptions {
+  int sessions = 8;
+  double duration_s = 600;   // emulated seconds measured after warm-up; 0 = no limit
+  int64_t max_requests = 0;  // counted requests to finish; 0 = no limit
+  int warmup_requests = 2;
+  double idle_cap_s = 300;
+  uint64_t seed = 1;
+};
+
+class ReplayDriver {
+ public:
+  // REQUIRES: corpus, deployment and sim outlive the driver.
+  ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim);
+  ~ReplayDriver();
+  ReplayDriver(const ReplayDriver&) = delete;
+  ReplayDriver& operator=(const ReplayDriver&) = delete;
+
+  // Picks the usable traces (those that fit the deployment) and starts every lane.
+  // INVALID_ARGUMENT when no trace fits or options make no sense.
+  Status Start();
+
+  // Every finished request, counted or not, in completion order.
+  const std::vector<RequestRecord>& records() const { return records_; }
+  // The measurement window, emulated seconds. Until 90% of the lanes warmed up, the window
+  // starts at the first counted request's arrival.
+  double window_start_s() const;
+  double window_end_s() const { return stop_time_ ? *stop_time_ : sim_->now(); }
+  int64_t counted_finished() const { return counted_finished_; }
+  int64_t traces_skipped() const { return traces_skipped_; }
+  int64_t trees_started() const { return trees_started_; }
+  size_t lanes_warm() const { return lanes_warm_; }
+  bool window_open() const { return window_opened_at_.has_value(); }
+
+ private:
+  struct Tree;
+  struct Lane;
+  void StartTree(Lane& lane, bool from_random_point);
+  void SendMain(Tree& tree);
+  void OnMainDone(Tree& tree, size_t turn, const RequestRecord& record);
+  void TrySendMain(Tree& tree);
+  void StartSubagent(Tree& tree, size_t subagent, bool counted);
+  void SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted);
+  void OnSubagentDone(Tree& tree, size_t subagent);
+  void MaybeFinishTree(Tree& tree);
+  void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const RequestRecord&)> then);
+  void Record(const RequestRecord& record);
+  void MarkLaneWarm(Lane& lane);
+  void StopAt(double time);
+  double CappedGap(double next_start, double previous_end) const;
+
+  const trace::Corpus& corpus_;
+  const ReplayOptions options_;
+  Deployment* const deployment_;
+  Simulation* const sim_;
+
+  std::vector<const trace::Trace*> usable_;
+  size_t next_trace_ = 0;
+  uint64_t next_session_id_ = 1;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<RequestRecord> records_;
+  int64_t counted_finished_ = 0;
+  int64_t traces_skipped_ = 0;
+  int64_t trees_started_ = 0;
+  size_t lanes_warm_ = 0;
+  std::optional<double> window_opened_at_;
+  std::optional<double> first_counted_arrival_;
+  std::optional<double> stop_time_;
+  uint64_t rng_state_;
+};
+
+}  // namespace kvpool::replay

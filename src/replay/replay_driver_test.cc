@@ -1,0 +1,105 @@
+#include "replay/replay_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace kvpool::replay {
+namespace {
+
+trace::Request Turn(double t, int64_t blocks, uint64_t first_id, double api_time, int64_t out = 8) {
+  trace::Request r;
+  r.start_time_s = t;
+  r.input_tokens = blocks * 64;
+  r.output_tokens = out;
+  std::vector<uint64_t> ids;
+  for (int64_t i = 0; i < blocks; ++i) ids.push_back(first_id + i);
+  r.hash_ids = trace::BlockIds(ids);
+  r.api_time_s = api_time;
+  return r;
+}
+
+// Main turns of 1, 2, 3, 4 blocks (extending each other); a subagent of 10 blocks spawned
+// after turn 1 gates turn 2; a 1000 s pause before turn 3 (capped at 300 s).
+trace::Corpus OneTrace() {
+  trace::Trace t;
+  t.id = "t";
+  t.requests = {Turn(0, 1, 1, 1), Turn(10, 2, 1, 1), Turn(20, 3, 1, 1), Turn(1021, 4, 1, 1)};
+  trace::Subagent s;
+  s.spawned_after_turn = 1;
+  s.gates_turn = 2;
+  s.requests = {Turn(12, 10, 100, 1), Turn(14, 10, 100, 1)};
+  t.subagents = {s};
+  trace::Corpus c;
+  c.traces = {t};
+  return c;
+}
+
+class ReplayDriverTest : public ::testing::Test {
+ protected:
+  ReplayDriverTest() {
+    DeploymentOptions o;
+    o.geometry = GeometryPreset("tiny").value();
+    deployment_ = std::move(Deployment::Create(o, &sim_)).value();
+  }
+  Simulation sim_;
+  std::unique_ptr<Deployment> deployment_;
+};
+
+TEST_F(ReplayDriverTest, SubagentsGateTheNextTurnAndLongPausesAreCapped) {
+  const trace::Corpus corpus = OneTrace();
+  ReplayOptions o;
+  o.sessions = 1;
+  o.warmup_requests = 0;
+  o.duration_s = 5000;
+  ReplayDriver driver(corpus, o, deployment_.get(), &sim_);
+  ASSERT_TRUE(driver.Start().ok());
+  sim_.Run();
+  // Group records of the sessions replayed from turn 0 (session 1 started at a random turn).
+  std::map<uint64_t, std::map<uint64_t, std::vector<RequestRecord>>> by_session;  // session -> input -> records
+  for (const RequestRecord& r : driver.records()) by_session[r.session_id][r.input_tokens].push_back(r);
+  ASSERT_GE(by_session.size(), 2u);
+  const auto& s = by_session.at(2);
+  ASSERT_EQ(s.at(640).size(), 2u);  // both subagent requests
+  const RequestRecord& turn1 = s.at(128).at(0);
+  const RequestRecord& turn2 = s.at(192).at(0);
+  const RequestRecord& turn3 = s.at(256).at(0);
+  const RequestRecord& sub_first = s.at(640).at(0);
+  const RequestRecord& sub_last = s.at(640).at(1);
+  EXPECT_NEAR(sub_first.arrival_s - turn1.finish_s, 1.0, 1e-9);  // recorded 12 - (10 + 1)
+  EXPECT_GE(turn2.arrival_s, sub_last.finish_s);  // gated by the subagent
+  EXPECT_NEAR(turn3.arrival_s - turn2.finish_s, 300.0, 1e-9);  // 1000 s capped
+  for (const RequestRecord& r : driver.records()) {
+    EXPECT_FALSE(r.failed) << r.failure;
+    EXPECT_EQ(r.verification_errors, 0u);
+    EXPECT_EQ(r.counted, r.session_id != 1 || r.request_id != 1);  // only the primer is uncounted
+  }
+  // Turn 2 extends turn 1, so the GPU cache serves turn 1's tokens.
+  EXPECT_EQ(turn2.gpu_cached_tokens, 128u);
+  EXPECT_EQ(turn2.ceiling_hit_tokens, 128u);
+  EXPECT_GE(driver.window_start_s(), 0);
+}
+
+TEST_F(ReplayDriverTest, TracesThatDoNotFitAreSkipped) {
+  trace::Corpus corpus = OneTrace();
+  corpus.traces[0].requests[3] = Turn(1021, 5000, 1, 1);  // 320K tokens > the tiny caches
+  ReplayOptions o;
+  ReplayDriver driver(corpus, o, deployment_.get(), &sim_);
+  EXPECT_EQ(driver.Start().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(driver.traces_skipped(), 1);
+}
+
+TEST_F(ReplayDriverTest, StopsAfterTheRequestLimit) {
+  const trace::Corpus corpus = OneTrace();
+  ReplayOptions o;
+  o.sessions = 2;
+  o.duration_s = 0;
+  o.max_requests = 5;
+  ReplayDriver driver(corpus, o, deployment_.get(), &sim_);
+  ASSERT_TRUE(driver.Start().ok());
+  sim_.Run();
+  EXPECT_EQ(driver.counted_finished(), 5);
+}
+
+}  // namespace
+}  // namespace kvpool::replay

@@ -1,0 +1,177 @@
+#include "replay/replay_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kvpool::replay {
+
+Percentiles ComputePercentiles(std::vector<double> values) {
+  Percentiles p;
+  p.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return p;
+  std::sort(values.begin(), values.end());
+  auto at = [&](double q) { return values[std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5))]; };
+  p.p50 = at(0.5);
+  p.p90 = at(0.9);
+  p.p99 = at(0.99);
+  p.max = values.back();
+  return p;
+}
+
+ReplaySummary Summarize(std::span<const RequestRecord> records, double window_start_s, double window_end_s, int gpus) {
+  ReplaySummary s;
+  s.gpus = gpus;
+  s.window_start_s = window_start_s;
+  s.window_s = std::max(0.0, window_end_s - window_start_s);
+  std::vector<double> ttft, gate, prefill, gen, stage, wait, restore_real, handoff, handoff_real;
+  for (const RequestRecord& r : records) {
+    if (!r.counted) {
+      ++s.uncounted_requests;
+      continue;
+    }
+    if (r.failed) {
+      ++s.failed_requests;
+      if (s.first_failure.empty()) s.first_failure = r.failure;
+      continue;
+    }
+    if (r.finish_s < window_start_s || r.finish_s > window_end_s) continue;
+    ++s.requests;
+    s.prompt_tokens += r.input_tokens;
+    s.generated_tokens += r.output_tokens;
+    s.gpu_cache_tokens += r.gpu_cached_tokens;
+    s.pool_tokens += r.pool_tokens;
+    s.computed_tokens += r.computed_tokens;
+    s.ceiling_tokens += r.ceiling_hit_tokens;
+    ttft.push_back(r.ttft_s());
+    gate.push_back(r.admitted_s - r.arrival_s);
+    prefill.push_back(r.first_token_s - r.admitted_s);
+    if (r.output_tokens > 1 && r.finish_s > r.first_token_s) {
+      gen.push_back(double(r.output_tokens - 1) / (r.finish_s - r.first_token_s));
+    }
+    if (!r.stage_restore_s.empty()) {
+      ++s.restores;
+      stage.insert(stage.end(), r.stage_restore_s.begin(), r.stage_restore_s.end());
+      wait.push_back(r.restore_stage_spread_s());
+      restore_real.push_back(r.restore_real_s);
+    }
+    handoff.push_back(r.handoff_s);
+    handoff_real.push_back(r.handoff_real_s);
+    s.restore_bytes += r.restore_bytes;
+    s.save_bytes += r.save_bytes;
+    s.handoff_bytes += r.handoff_bytes;
+    s.restore_fallback_tokens += r.restore_fallback_tokens;
+  }
+  // Verification covers every request that moved KV, counted or not, in the window or not.
+  for (const RequestRecord& r : records) s.verification_errors += r.verification_errors;
+  if (s.window_s > 0) {
+    s.throughput_tok_s = double(s.prompt_tokens + s.generated_tokens) / s.window_s;
+    s.throughput_tok_s_per_gpu = gpus > 0 ? s.throughput_tok_s / gpus : 0;
+  }
+  s.ttft_s = ComputePercentiles(std::move(ttft));
+  s.gate_wait_s = ComputePercentiles(std::move(gate));
+  s.prefill_s = ComputePercentiles(std::move(prefill));
+  s.user_gen_tok_s = ComputePercentiles(std::move(gen));
+  s.stage_restore_s = ComputePercentiles(std::move(stage));
+  s.restore_stage_wait_s = ComputePercentiles(std::move(wait));
+  s.restore_real_s = ComputePercentiles(std::move(restore_real));
+  s.handoff_s = ComputePercentiles(std::move(handoff));
+  s.handoff_real_s = ComputePercentiles(std::move(handoff_real));
+  return s;
+}
+
+namespace {
+
+nlohmann::json PercentilesJson(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"count", p.count}};
+}
+
+}  // namespace
+
+nlohmann::json SummaryToJson(const ReplaySummary& s) {
+  nlohmann::json j;
+  j["mode"] = s.mode;
+  j["geometry"] = s.geometry;
+  j["sessions"] = s.sessions;
+  j["gpus"] = s.gpus;
+  j["speedup"] = s.speedup;
+  j["window_start_s"] = s.window_start_s;
+  j["window_s"] = s.window_s;
+  j["wall_s"] = s.wall_s;
+  j["requests"] = s.requests;
+  j["uncounted_requests"] = s.uncounted_requests;
+  j["failed_requests"] = s.failed_requests;
+  j["first_failure"] = s.first_failure;
+  j["traces_skipped"] = s.traces_skipped;
+  j["prompt_tokens"] = s.prompt_tokens;
+  j["generated_tokens"] = s.generated_tokens;
+  j["throughput_tok_s"] = s.throughput_tok_s;
+  j["throughput_tok_s_per_gpu"] = s.throughput_tok_s_per_gpu;
+  j["ttft_s"] = PercentilesJson(s.ttft_s);
+  j["gate_wait_s"] = PercentilesJson(s.gate_wait_s);
+  j["prefill_s"] = PercentilesJson(s.prefill_s);
+  j["user_gen_tok_s"] = PercentilesJson(s.user_gen_tok_s);
+  j["token_sources"] = {{"gpu_cache", s.gpu_cache_tokens},
+                        {"pool", s.pool_tokens},
+                        {"computed", s.computed_tokens},
+                        {"gpu_cache_share", s.gpu_share()},
+                        {"pool_share", s.pool_share()},
+                        {"computed_share", s.computed_share()},
+                        {"reuse", s.reuse()},
+                        {"ceiling", s.ceiling()},
+                        {"reuse_of_ceiling", s.ceiling() > 0 ? s.reuse() / s.ceiling() : 0.0}};
+  j["restores"] = s.restores;
+  j["stage_restore_s"] = PercentilesJson(s.stage_restore_s);
+  j["restore_stage_wait_s"] = PercentilesJson(s.restore_stage_wait_s);
+  j["restore_real_s"] = PercentilesJson(s.restore_real_s);
+  j["handoff_s"] = PercentilesJson(s.handoff_s);
+  j["handoff_real_s"] = PercentilesJson(s.handoff_real_s);
+  j["bytes"] = {{"restored", s.restore_bytes}, {"saved", s.save_bytes}, {"handed_off", s.handoff_bytes}};
+  j["restore_fallback_tokens"] = s.restore_fallback_tokens;
+  j["verification_errors"] = s.verification_errors;
+  j["deployment"] = {{"prefix_cache_evictions", s.deployment.prefix_cache_evictions},
+                     {"restore_errors", s.deployment.restore_errors},
+                     {"save_failures", s.deployment.save_failures},
+                     {"peak_decode_kv_utilisation", s.deployment.peak_decode_kv_utilisation},
+                     {"mean_decode_kv_utilisation", s.deployment.mean_decode_kv_utilisation},
+                     {"connector", s.deployment.connector}};
+  return j;
+}
+
+std::string FormatSummary(const ReplaySummary& s) {
+  std::string out;
+  out += fmt::format("replay {} · {} sessions · geometry {} · {} GPUs · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
+                     s.sessions, s.geometry, s.gpus, s.window_s, s.wall_s);
+  out += fmt::format("  throughput      {:.0f} tok/s per GPU ({:.0f} tok/s; {} requests, {} uncounted)\n",
+                     s.throughput_tok_s_per_gpu, s.throughput_tok_s, s.requests, s.uncounted_requests);
+  out += fmt::format("  TTFT            p50 {:.2f} s · p90 {:.2f} s · max {:.2f} s (KV gate wait p50 {:.2f} s p90 "
+                     "{:.2f} s; prefill p50 {:.2f} s p90 {:.2f} s)\n",
+                     s.ttft_s.p50, s.ttft_s.p90, s.ttft_s.max, s.gate_wait_s.p50, s.gate_wait_s.p90,
+                     s.prefill_s.p50, s.prefill_s.p90);
+  out += fmt::format("  per-user speed  p50 {:.1f} tok/s · p90 {:.1f} tok/s\n", s.user_gen_tok_s.p50,
+                     s.user_gen_tok_s.p90);
+  out += fmt::format("  prompt tokens   GPU cache {:.1f}% · pool {:.1f}% · computed {:.1f}% · reuse {:.1f}% of "
+                     "ceiling {:.1f}%\n",
+                     100 * s.gpu_share(), 100 * s.pool_share(), 100 * s.computed_share(), 100 * s.reuse(),
+                     100 * s.ceiling());
+  out += fmt::format("  restore         {} restores · per stage p50 {:.0f} ms p90 {:.0f} ms · first-to-last stage "
+                     "p50 {:.0f} ms · real p50 {:.1f} ms\n",
+                     s.restores, 1e3 * s.stage_restore_s.p50, 1e3 * s.stage_restore_s.p90,
+                     1e3 * s.restore_stage_wait_s.p50, 1e3 * s.restore_real_s.p50);
+  out += fmt::format("  handoff         p50 {:.0f} ms · real p50 {:.1f} ms\n", 1e3 * s.handoff_s.p50,
+                     1e3 * s.handoff_real_s.p50);
+  out += fmt::format("  bytes moved     restored {:.1f} MB · saved {:.1f} MB · handed off {:.1f} MB\n",
+                     s.restore_bytes / 1e6, s.save_bytes / 1e6, s.handoff_bytes / 1e6);
+  out += fmt::format("  deployment      decode KV mean {:.0f}% (peak {:.0f}%) · GPU cache evictions {} blocks · restore "
+                     "errors {} · save failures {}\n",
+                     100 * s.deployment.mean_decode_kv_utilisation, 100 * s.deployment.peak_decode_kv_utilisation,
+                     s.deployment.prefix_cache_evictions,
+                     s.deployment.restore_errors, s.deployment.save_failures);
+  out += fmt::format("  errors          verification {} · failed requests {}{} · restore fallbacks {} tokens\n",
+                     s.verification_errors, s.failed_requests,
+                     s.first_failure.empty() ? "" : " (" + s.first_failure + ")", s.restore_fallback_tokens);
+  return out;
+}
+
+}  // namespace kvpool::replay

@@ -1,0 +1,76 @@
+// ReplaySummary: what one replay run measured, from its request records — throughput per
+// GPU, TTFT, per-user generation speed, where prompt tokens came from against the trace's
+// reuse ceiling, restore and handoff times, bytes moved, verification errors, failures.
+// As JSON (for `kvpool report` and scripts) and as a short human summary.
+//
+// Definitions (design.md): throughput per GPU = (prompt tokens, cached or not, + generated
+// tokens) of the counted requests that finished inside the measurement window / window
+// length (emulated seconds) / all GPUs of the deployment. Latency and token-source figures
+// use the same requests. Failures count every counted request that failed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "replay/deployment.h"
+#include "replay/request_record.h"
+
+namespace kvpool::replay {
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+  int64_t count = 0;
+};
+Percentiles ComputePercentiles(std::vector<double> values);
+
+struct ReplaySummary {
+  std::string mode;  // "pool" | "no-pool"
+  std::string geometry;
+  int sessions = 0;
+  int gpus = 0;
+  double speedup = 0;
+  double window_start_s = 0, window_s = 0;  // emulated
+  double wall_s = 0;                        // real time the run took
+  int64_t requests = 0;         // counted, finished in the window
+  int64_t uncounted_requests = 0;  // primer and warm-up
+  int64_t failed_requests = 0;
+  std::string first_failure;
+  int64_t traces_skipped = 0;
+
+  uint64_t prompt_tokens = 0, generated_tokens = 0;
+  double throughput_tok_s = 0, throughput_tok_s_per_gpu = 0;
+  Percentiles ttft_s;
+  Percentiles gate_wait_s;  // arrival -> admitted by the decode KV gate (part of TTFT)
+  Percentiles prefill_s;    // admitted -> KV handed to decode (queue, restore, compute, handoff)
+  Percentiles user_gen_tok_s;  // per request: (output - 1) / decode time
+
+  uint64_t gpu_cache_tokens = 0, pool_tokens = 0, computed_tokens = 0, ceiling_tokens = 0;
+  double gpu_share() const { return prompt_tokens ? double(gpu_cache_tokens) / prompt_tokens : 0; }
+  double pool_share() const { return prompt_tokens ? double(pool_tokens) / prompt_tokens : 0; }
+  double computed_share() const { return prompt_tokens ? double(computed_tokens) / prompt_tokens : 0; }
+  double reuse() const { return gpu_share() + pool_share(); }
+  double ceiling() const { return prompt_tokens ? double(ceiling_tokens) / prompt_tokens : 0; }
+
+  int64_t restores = 0;
+  Percentiles stage_restore_s;      // emulated, per stage restore
+  Percentiles restore_stage_wait_s;  // first-to-last stage
+  Percentiles restore_real_s;       // lookup + restore + verify, wall clock
+  Percentiles handoff_s, handoff_real_s;
+  uint64_t restore_bytes = 0, save_bytes = 0, handoff_bytes = 0;
+  uint64_t restore_fallback_tokens = 0;
+  uint64_t verification_errors = 0;
+  DeploymentCounters deployment;
+};
+
+// Summarizes `records` over the window [window_start_s, window_end_s].
+ReplaySummary Summarize(std::span<const RequestRecord> records, double window_start_s, double window_end_s,
+                        int gpus);
+
+nlohmann::json SummaryToJson(const ReplaySummary& s);
+std::string FormatSummary(const ReplaySummary& s);
+
+}  // namespace kvpool::replay

@@ -1,0 +1,68 @@
+#include "replay/replay_run.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "replay/network_kv_handoff.h"
+#include "replay/pool_connection.h"
+
+namespace kvpool::replay {
+
+Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<PoolConnection> pool;
+  if (options.use_pool) {
+    auto p = options.master_address.empty() ? PoolConnection::StartEmbedded(options.geometry.pool_bytes())
+                                            : PoolConnection::Connect(options.master_address);
+    if (!p.ok()) return p.status();
+    pool = std::move(p).value();
+    spdlog::debug("replay: {}", pool->description());
+  }
+  std::unique_ptr<KvHandoff> handoff;
+  if (options.handoff == "network") {
+    handoff = NewNetworkKvHandoff();
+  } else if (options.handoff == "cpu") {
+    handoff = NewCpuKvHandoff();
+  } else {
+    return InvalidArgument(fmt::format("unknown handoff '{}' (network or cpu)", options.handoff));
+  }
+  Simulation sim(options.speedup);
+  DeploymentOptions d;
+  d.handoff = handoff.get();
+  d.geometry = options.geometry;
+  d.cost = options.cost;
+  d.pool = pool ? pool->store() : nullptr;
+  // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
+  d.run_salt = fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
+                           options.replay.seed);
+  d.seed = options.replay.seed;
+  auto deployment = Deployment::Create(std::move(d), &sim);
+  if (!deployment.ok()) return deployment.status();
+  ReplayDriver driver(corpus, options.replay, deployment->get(), &sim);
+  KVPOOL_RETURN_IF_ERROR(driver.Start());
+  sim.Run([&] {
+    if (!options.on_progress) return;
+    ReplayProgress p;
+    p.emulated_s = sim.now();
+    p.warm = driver.window_open();
+    p.window_start_s = p.warm ? driver.window_start_s() : 0;
+    p.requests = driver.counted_finished();
+    p.in_flight = (*deployment)->in_flight();
+    p.lanes_warm = driver.lanes_warm();
+    options.on_progress(p);
+  });
+  ReplaySummary s = Summarize(driver.records(), driver.window_start_s(), driver.window_end_s(),
+                              options.geometry.total_gpus());
+  s.mode = options.use_pool ? "pool" : "no-pool";
+  s.geometry = options.geometry.name;
+  s.sessions = options.replay.sessions;
+  s.speedup = options.speedup;
+  s.traces_skipped = driver.traces_skipped();
+  s.deployment = (*deployment)->counters(driver.window_start_s(), driver.window_end_s());
+  s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+}  // namespace kvpool::replay

@@ -1,0 +1,41 @@
+// RunReplay: one complete replay run — pool (embedded or remote), deployment, driver,
+// event loop — returning its summary. `kvpool replay` calls it once per (mode, sessions).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/status.h"
+#include "replay/cost_model.h"
+#include "replay/model_geometry.h"
+#include "replay/replay_driver.h"
+#include "replay/replay_metrics.h"
+#include "trace/trace.h"
+
+namespace kvpool::replay {
+
+struct ReplayProgress {
+  double emulated_s = 0;
+  double window_start_s = 0;  // 0 until every lane warmed up
+  bool warm = false;
+  int64_t requests = 0;  // counted, finished
+  size_t in_flight = 0;
+  size_t lanes_warm = 0;
+};
+
+struct ReplayRunOptions {
+  ModelGeometry geometry;
+  CostModelParams cost = CostModelParams::Published();
+  ReplayOptions replay;
+  double speedup = 0;    // 0: as fast as the real work allows
+  bool use_pool = true;  // false: GPU prefix cache only
+  std::string master_address;  // "" = embedded pool sized by the geometry
+  // "network": the real handoff path (src/handoff: gather, writes into a bounded landing
+  // segment through the transfer engine, checksummed scatter); "cpu": a memcpy per token-layer.
+  std::string handoff = "network";
+  std::function<void(const ReplayProgress&)> on_progress;  // about twice a second
+};
+
+Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options);
+
+}  // namespace kvpool::replay
