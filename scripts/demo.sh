@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: builds kvpool, starts `kvpool serve` (a master and a
 # 1 GiB storage service in one process), round-trips a file through the pool, shows the pool's
-# state and runs a short benchmark against it, then stops the server.
+# state and runs a short benchmark against it, stops the server; then a short agent replay
+# (embedded pool, emulated compute, real and verified KV movement) with and without the pool,
+# and its plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -36,3 +38,12 @@ for size in 64KiB 1MiB; do
   $KVPOOL bench --value-size $size --batch 8 --bytes 256MiB --repeat 3
   $KVPOOL bench --value-size $size --batch 8 --bytes 256MiB --repeat 3 --no-shm
 done
+
+kill "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null || true  # the replay starts its own embedded pool
+
+echo "== agent replay: 16 sessions of a synthetic coding-agent corpus, with and without the pool"
+PLOTS=${KVPOOL_DEMO_OUT:-out/demo}
+mkdir -p "$PLOTS"
+$KVPOOL --log-level warn replay --synth 393 --sessions 16 --duration 300 --mode both --json "$PLOTS/replay.json"
+$KVPOOL report "$PLOTS/replay.json" --out "$PLOTS"
+echo "== replay results: $PLOTS/replay.json; plots: $PLOTS/*.png"
