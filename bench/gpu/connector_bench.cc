@@ -23,35 +23,19 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_bench_checks.h"
 #include "connector/chunk_packing.h"
 #include "transfer/segment_server.h"
 #include "transfer/memfd_region.h"
 #include "transfer/transfer_engine.h"
 
 using namespace kvpool;
+using kvpool::bench::Median;
+using kvpool::bench::Seconds;
 using namespace kvpool::connector;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t _e = (x);                                                                     \
-    if (_e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(_e)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define CHECK_OK(x)                                                                                         \
-  do {                                                                                                      \
-    ::kvpool::Status _s = (x);                                                                              \
-    if (!_s.ok()) {                                                                                         \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, _s.ToString().c_str());               \
-      std::exit(2);                                                                                         \
-    }                                                                                                       \
-  } while (0)
-
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 struct DeviceCache {
   PagedKvCache cache;
@@ -93,8 +77,7 @@ double MedianSeconds(int reps, F fn) {
     CHECK_CUDA(cudaDeviceSynchronize());
     times.push_back(Seconds(t0, Clock::now()));
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return Median(times);
 }
 
 struct Row {

@@ -35,30 +35,15 @@
 #include <string>
 #include <vector>
 
+#include "gpu_bench_checks.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_copy_cuda.h"
 
 using namespace kvpool;
+using kvpool::bench::Median;
 using namespace kvpool::handoff;
 
 namespace {
-
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t _e = (x);                                                                     \
-    if (_e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(_e)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define CHECK_OK(x)                                                                          \
-  do {                                                                                       \
-    ::kvpool::Status _s = (x);                                                               \
-    if (!_s.ok()) {                                                                          \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, _s.ToString().c_str()); \
-      std::exit(2);                                                                          \
-    }                                                                                        \
-  } while (0)
 
 // A paged cache with a host copy (the CPU reference's) and a device copy on `device`.
 struct Side {
@@ -119,11 +104,6 @@ std::vector<BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t 
   std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
   all.resize(blocks);
   return all;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Row {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_bench_checks.h"
 #include "client/client.h"
 #include "connector/chunk_keys.h"
 #include "connector/chunk_store.h"
@@ -33,34 +34,12 @@
 #include "store/storage_service.h"
 
 using namespace kvpool;
+using kvpool::bench::Median;
+using kvpool::bench::Seconds;
 using namespace kvpool::connector;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t _e = (x);                                                                     \
-    if (_e != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(_e)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define CHECK_OK(x)                                                                           \
-  do {                                                                                        \
-    ::kvpool::Status _s = (x);                                                                \
-    if (!_s.ok()) {                                                                           \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, _s.ToString().c_str()); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The bytes of chunk `chunk`'s stage object: a function of (chunk, offset) only, so the check
 // needs no second copy of the history.
