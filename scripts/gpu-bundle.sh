@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here (Debian, nvcc, no GPU needed) what scripts/gpu-check.sh runs on a GPU machine
 # whose image has CUDA and PyTorch but not kvpool's build dependencies (gRPC, protobuf, ...):
-# the GPU tests and benchmarks and the Python module's C++ core (libkvpool_python_core.so),
+# the GPU tests and benchmarks, the kvpool command (for `kvpool replay --gpu`) and the Python
+# module's C++ core (libkvpool_python_core.so),
 # compiled with -DKVPOOL_CUDA=ON for sm_90, plus every shared library they load beyond glibc,
 # libstdc++ and the CUDA driver. Output: .gpu-bundle/{bin,lib} (git-ignored). Carry that
 # folder to the GPU machine and run scripts/gpu-check.sh there; it compiles the two-file
@@ -12,7 +13,7 @@ BUILD=${BUILD:-build-gpu}
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=ON -DKVPOOL_BENCH=ON \
   -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
-programs=${PROGRAMS:-"gpu_chunk_packing_test gpu_handoff_test connector_bench restore_bench handoff_bench"}
+programs=${PROGRAMS:-"gpu_chunk_packing_test gpu_handoff_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"}
 ninja -C "$BUILD" -j "${JOBS:-$(nproc)}" $programs kvpool_python_core
 
 rm -rf .gpu-bundle

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# GPU proof for the connector and the handoff, on a machine with NVIDIA GPUs (H200, sm_90).
-# Runs the GPU tests and benchmarks, writes logs and results to $OUT (default ./out/gpu-check)
-# and prints a short table last. Exits non-zero on any mismatch or failed test. Well under
-# 8 minutes on one or two H200s.
+# GPU proof for the connector, the handoff and the replay, on a machine with NVIDIA GPUs (H200,
+# sm_90). Runs the GPU tests and benchmarks and a `kvpool replay --gpu` sweep, writes logs and
+# results to $OUT (default ./out/gpu-check) and prints a short table last. Exits non-zero on any
+# mismatch or failed test.
+#
+# CHECKS picks what runs (default all): tests (GPU gtests), benches (kernel, restore and handoff
+# benchmarks, torch baselines), torch (the PyTorch transformer restore test), replay (the replay
+# sweep: REPLAY_SESSIONS, default 56,96; REPLAY_DURATION emulated seconds, default 600).
 #
 # Where the programs come from, first that works:
 #   bundle  — .gpu-bundle/ made on a Debian machine by scripts/gpu-bundle.sh (for GPU images
@@ -19,6 +23,8 @@ JOBS=${JOBS:-$(nproc)}
 PY=${PYTHON:-python3}
 export PATH=/usr/local/cuda/bin:$PATH
 status=0
+CHECKS=${CHECKS:-"tests benches torch replay"}
+want() { [[ " $CHECKS " == *" $1 "* ]]; }
 declare -a table
 row() { table+=("$(printf '%-46s %s' "$1" "$2")"); }
 
@@ -44,7 +50,7 @@ elif cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=O
      -DPython_EXECUTABLE="$(command -v "$PY")" > "$OUT/configure.log" 2>&1; then
   mode=full
   BIN=build-gpu
-  targets="gpu_chunk_packing_test gpu_handoff_test connector_bench restore_bench handoff_bench"
+  targets="gpu_chunk_packing_test gpu_handoff_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"
   if grep -q kvpool_python build-gpu/build.ninja 2>/dev/null; then targets="$targets kvpool_python"; PYMOD=build-gpu/python; fi
   ninja -C build-gpu -j "$JOBS" $targets > "$OUT/build.log" 2>&1 || { echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1; }
 else
@@ -82,13 +88,34 @@ bench() {
   fi
 }
 
-gtest gpu_chunk_packing_test "pack/unpack kernels vs CPU reference"
-gtest gpu_handoff_test "handoff gather/scatter vs CPU reference"
-bench connector_bench "connector kernels: bytes check"
-bench restore_bench "restore from a storage service: bytes check"
-bench handoff_bench "handoff 94 MB example: bytes check" --sweep
+if want tests; then
+  gtest gpu_chunk_packing_test "pack/unpack kernels vs CPU reference"
+  gtest gpu_handoff_test "handoff gather/scatter vs CPU reference"
+  gtest gpu_replay_test "replay: device KV == CPU, tiny --gpu replay"
+fi
+if want benches; then
+  bench connector_bench "connector kernels: bytes check"
+  bench restore_bench "restore from a storage service: bytes check"
+  bench handoff_bench "handoff 94 MB example: bytes check" --sweep
+fi
 
-if "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if want replay; then
+  kvpool=$(program kvpool)
+  if [ -z "$kvpool" ]; then
+    row "replay --gpu sweep" "SKIPPED (kvpool not built)"
+  else
+    echo "== kvpool replay --gpu"
+    if timeout 540 "$kvpool" --log-level warn replay --gpu --synth 393 --sessions "${REPLAY_SESSIONS:-56,96}"          --duration "${REPLAY_DURATION:-600}" --mode both --json "$OUT/replay-gpu.json" > "$OUT/replay-gpu.txt" 2>&1; then
+      row "replay --gpu sweep: 0 errors, 0 failed" "PASS"
+    else
+      row "replay --gpu sweep" "FAIL (exit $?; see replay-gpu.txt)"; status=1; tail -30 "$OUT/replay-gpu.txt"
+    fi
+  fi
+fi
+
+if ! want benches; then
+  :
+elif "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== torch index_select baseline"
   timeout 120 "$PY" bench/gpu/index_select_bench.py > "$OUT/index_select_bench.jsonl" 2> "$OUT/index_select_bench.err" \
     || { row "torch index_select baseline" "FAIL"; status=1; }
@@ -96,7 +123,9 @@ else
   row "torch baselines" "SKIPPED (no torch with CUDA)"
 fi
 
-if [ -n "$PYMOD" ]; then
+if ! want torch; then
+  :
+elif [ -n "$PYMOD" ]; then
   echo "== transformer restore test (PyTorch, PP=1 and PP=2)"
   if PYTHONPATH="$PYMOD" timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_transformer_restore.py \
        > "$OUT/test_transformer_restore.log" 2>&1; then
@@ -117,6 +146,7 @@ echo "================ kvpool GPU check ($(cut -d, -f1 "$OUT/gpu.txt" | head -1)
 for b in connector_bench restore_bench handoff_bench; do
   [ -f "$OUT/$b.log" ] && { echo "-- $b"; sed -n '/^what /,$p' "$OUT/$b.log"; }
 done
+[ -f "$OUT/replay-gpu.txt" ] && { echo "-- replay --gpu"; grep -E "^replay|throughput|prompt tokens|restore |handoff |errors" "$OUT/replay-gpu.txt"; }
 [ -s "$OUT/index_select_bench.jsonl" ] && "$PY" -c "
 import json,sys
 for l in open('$OUT/index_select_bench.jsonl'):

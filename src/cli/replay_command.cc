@@ -21,6 +21,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "trace/corpus_synthesizer.h"
 #include "trace/reuse_ceiling.h"
@@ -42,7 +43,8 @@ struct ReplayFlags {
   int servers = 1;
   double speedup = 0;
   std::string master;
-  std::string handoff = "network";
+  std::string handoff;  // "": gpu with --gpu, network otherwise
+  bool gpu = false;
   std::string json_out;
   int warmup = 2;
   uint64_t seed = 1;
@@ -137,6 +139,11 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.use_pool = use_pool;
       o.master_address = f.master;
       o.handoff = f.handoff;
+      o.gpus = f.gpu ? replay::ReplayCudaDeviceCount() : 0;
+      if (f.gpu && o.gpus == 0) {
+        fmt::print(stderr, "kvpool replay: --gpu: no CUDA device visible (or kvpool was built without KVPOOL_CUDA)\n");
+        return 1;
+      }
       const std::string label = fmt::format("{} sessions, {}", n, use_pool ? "pool" : "no pool");
       if (tty) o.on_progress = [&](const replay::ReplayProgress& p) { DrawProgress(label, p, f.duration_s); };
       auto summary = replay::RunReplay(corpus, o);
@@ -206,10 +213,13 @@ void AddReplayCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--master", f.master, "use the pool at this master instead of an embedded one")->check(HostPort());
   cmd->add_option("--handoff", f.handoff,
-                  "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter) or cpu "
-                  "(a memcpy per token-layer)")
-      ->check(CLI::IsMember({"network", "cpu"}))
-      ->capture_default_str();
+                  "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter), cpu "
+                  "(a memcpy per token-layer) or gpu (gather kernel, peer copies, scatter kernel; --gpu only). "
+                  "Default: gpu with --gpu, network otherwise")
+      ->check(CLI::IsMember({"network", "cpu", "gpu"}));
+  cmd->add_flag("--gpu", f.gpu,
+                "keep the paged KV caches in GPU memory (every visible CUDA device: prefill stages on the first "
+                "half, decode on the second) and move KV with CUDA kernels; needs a KVPOOL_CUDA build");
   cmd->add_option("--json", f.json_out, "write every run's results to this JSON file");
   cmd->add_option("--warmup", f.warmup, "warm-up requests per lane after the primer (not counted)")
       ->check(CLI::Range(0, 1000))

@@ -20,9 +20,15 @@ DecodeInstance::DecodeInstance(int index, const DeploymentContext& ctx)
     : index_(index),
       ctx_(ctx),
       gate_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens * ctx.geometry->spec.block_tokens),
-      cache_(std::make_unique<HostKvCache>(DecodeLayout(ctx.ns->spec()),
-                                           ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens)),
       blocks_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens) {}
+
+Result<std::unique_ptr<DecodeInstance>> DecodeInstance::Create(int index, const DeploymentContext& ctx) {
+  std::unique_ptr<DecodeInstance> d(new DecodeInstance(index, ctx));
+  auto memory = NewKvCacheMemory(DecodeLayout(ctx.ns->spec()), d->blocks_.num_blocks(), ctx.devices.Decode(index));
+  if (!memory.ok()) return memory.status();
+  d->cache_ = std::move(memory).value();
+  return d;
+}
 
 Result<std::vector<connector::BlockId>> DecodeInstance::AllocateBlocks(uint64_t tokens) {
   const uint32_t block = ctx_.geometry->spec.block_tokens;

@@ -1,5 +1,5 @@
 // DecodeInstance: one decode instance — its KV admission gate, a paged cache holding every
-// layer of the requests it decodes (host memory), and continuous batching: each emulated
+// layer of the requests it decodes (host memory, or a GPU's with --gpu), and continuous batching: each emulated
 // step produces one token for every running request; requests that arrive mid-step join
 // the next one; a request leaves after its pinned output length.
 // Single-threaded (the event loop).
@@ -13,7 +13,8 @@
 
 #include "replay/deployment_context.h"
 #include "replay/gpu_prefix_cache.h"
-#include "replay/host_kv_cache.h"
+#include "common/status.h"
+#include "replay/kv_cache_memory.h"
 #include "replay/in_flight_request.h"
 #include "replay/kv_admission_gate.h"
 
@@ -21,7 +22,8 @@ namespace kvpool::replay {
 
 class DecodeInstance {
  public:
-  DecodeInstance(int index, const DeploymentContext& ctx);
+  // Fails only when its cache cannot be allocated (a device without room, no CUDA).
+  static Result<std::unique_ptr<DecodeInstance>> Create(int index, const DeploymentContext& ctx);
   DecodeInstance(const DecodeInstance&) = delete;
   DecodeInstance& operator=(const DecodeInstance&) = delete;
 
@@ -32,6 +34,7 @@ class DecodeInstance {
   KvAdmissionGate& gate() { return gate_; }
   const KvAdmissionGate& gate() const { return gate_; }
   const connector::PagedKvCache& cache() const { return cache_->cache(); }
+  KvCacheMemory& cache_memory() { return *cache_; }
   // Blocks for a request's prompt. Cannot fail for requests the gate admitted: the gate
   // reserves whole blocks of prompt + output.
   Result<std::vector<connector::BlockId>> AllocateBlocks(uint64_t tokens);
@@ -49,12 +52,13 @@ class DecodeInstance {
   void NoteUtilisation();
 
  private:
+  DecodeInstance(int index, const DeploymentContext& ctx);
   void Step();
 
   const int index_;
   const DeploymentContext ctx_;
   KvAdmissionGate gate_;
-  std::unique_ptr<HostKvCache> cache_;
+  std::unique_ptr<KvCacheMemory> cache_;
   GpuPrefixCache blocks_;  // used as a plain allocator: decode never shares blocks
   std::vector<InFlightRequest*> running_;
   bool stepping_ = false;

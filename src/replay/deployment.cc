@@ -23,8 +23,20 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
   if (!ns.ok()) return ns.status();
   d->ns_.emplace(std::move(ns).value());
   d->cost_ = std::make_unique<CostModel>(d->options_.cost, d->options_.geometry);
-  d->ctx_ = DeploymentContext{sim, &d->options_.geometry, d->cost_.get(), &*d->ns_, d->options_.pool};
-  if (d->options_.handoff == nullptr) d->own_handoff_ = NewCpuKvHandoff();
+  d->ctx_ = DeploymentContext{sim, &d->options_.geometry, d->cost_.get(), &*d->ns_, d->options_.pool,
+                              d->options_.devices};
+  const bool on_device = d->options_.devices.on_device();
+  if (on_device && d->options_.handoff != nullptr && std::string_view(d->options_.handoff->name()) != "gpu") {
+    return InvalidArgument(fmt::format("the {} handoff reads host memory; caches on GPUs need the gpu handoff",
+                                       d->options_.handoff->name()));
+  }
+  if (d->options_.handoff == nullptr && on_device) {
+    auto gpu = NewGpuKvHandoff();
+    if (!gpu.ok()) return gpu.status();
+    d->own_handoff_ = std::move(gpu).value();
+  } else if (d->options_.handoff == nullptr) {
+    d->own_handoff_ = NewCpuKvHandoff();
+  }
   d->handoff_ = d->options_.handoff ? d->options_.handoff : d->own_handoff_.get();
   Deployment* self = d.get();
   for (int i = 0; i < d->options_.geometry.prefill_instances(); ++i) {
@@ -34,7 +46,9 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
     d->prefill_.push_back(std::move(p).value());
   }
   for (int i = 0; i < d->options_.geometry.decode_instances(); ++i) {
-    d->decode_.push_back(std::make_unique<DecodeInstance>(i, d->ctx_));
+    auto decode = DecodeInstance::Create(i, d->ctx_);
+    if (!decode.ok()) return decode.status();
+    d->decode_.push_back(std::move(decode).value());
     d->decode_.back()->on_finished = [self](InFlightRequest* r) { self->Finish(r); };
   }
   return d;
@@ -109,18 +123,20 @@ void Deployment::HandOff(InFlightRequest* r) {
   h.request_id = r->record.request_id;
   h.tokens = r->tokens.size();
   h.stage_caches = p.stage_caches();
+  if (options_.devices.on_device()) h.stage_devices = p.stage_devices();
   for (uint32_t s = 0; s < spec.num_stages(); ++s) {
     h.stage_first_layers.push_back(spec.first_layer(s));
     h.stage_block_tables.push_back(r->prefill_blocks);
   }
   h.decode_cache = &d.cache();
   h.decode_block_table = r->decode_blocks;
+  h.decode_device = d.cache_memory().cuda_device();
   Result<uint64_t> moved = handoff_->Transfer(h);
   p.Release(r);
   if (!moved.ok()) return Fail(r, "handoff: " + moved.status().ToString());
   r->record.handoff_bytes = *moved;
   r->record.verification_errors +=
-      CountKvMismatches(d.cache(), r->decode_blocks, 0, r->block_keys, 0, r->tokens.size());
+      CountKvMismatchesOrOne(d.cache_memory(), r->decode_blocks, 0, r->block_keys, 0, r->tokens.size());
   r->record.handoff_real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r->record.handoff_s = cost_->HandoffSeconds(r->tokens.size());
   const uint64_t id = r->record.request_id;

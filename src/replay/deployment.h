@@ -43,8 +43,10 @@ struct DeploymentOptions {
   std::string run_salt;
   double admission_timeout_s = 900;
   uint64_t seed = 1;
-  // Null: the CPU reference. REQUIRES: outlives the deployment.
+  // Null: the CPU reference. REQUIRES: outlives the deployment; a GPU handoff when `devices`
+  // puts the caches on GPUs.
   KvHandoff* handoff = nullptr;
+  DevicePlacement devices;  // default: every cache in host memory
 };
 
 struct DeploymentRequest {

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "connector/paged_kv_layout.h"
+#include "handoff/handoff_layouts.h"
 
 namespace kvpool::replay {
 
@@ -25,10 +26,22 @@ struct KvHandoffRequest {
   std::vector<const connector::PagedKvCache*> stage_caches;
   std::vector<uint32_t> stage_first_layers;
   std::vector<std::span<const connector::BlockId>> stage_block_tables;
+  std::vector<int> stage_devices;  // CUDA device of each stage's cache; empty: all in host memory
   // Decode: one cache holding every layer (global layer l is its layer l).
   const connector::PagedKvCache* decode_cache = nullptr;
   std::span<const connector::BlockId> decode_block_table;
+  int decode_device = -1;  // CUDA device of the decode cache; -1: host memory
 };
+
+// The request's two sides as src/handoff describes them (decode: one rank holding every
+// layer), and the bytes that move. INVALID_ARGUMENT when stages, first layers and tables do
+// not match one to one or the stages do not split the layers in order from layer 0.
+struct KvHandoffLayouts {
+  handoff::PrefillLayout prefill;
+  handoff::DecodeLayout decode;
+  uint64_t bytes = 0;
+};
+Result<KvHandoffLayouts> HandoffLayoutsOf(const KvHandoffRequest& request);
 
 class KvHandoff {
  public:
@@ -39,7 +52,12 @@ class KvHandoff {
   virtual const char* name() const = 0;
 };
 
-// The reference: a memcpy per (token, layer, plane) on the calling thread.
+// The reference: a memcpy per (token, layer, plane) on the calling thread. Host memory only.
 std::unique_ptr<KvHandoff> NewCpuKvHandoff();
+
+// `kvpool replay --gpu`: caches in device memory, moved by src/handoff's HandoffPipeline per
+// (stage GPU, decode GPU) — gather kernel, peer copies of at most max_write_bytes, scatter
+// kernel — and waited for before Transfer returns. UNAVAILABLE without KVPOOL_CUDA.
+Result<std::unique_ptr<KvHandoff>> NewGpuKvHandoff(uint64_t max_write_bytes = uint64_t{8} << 20);
 
 }  // namespace kvpool::replay

@@ -8,9 +8,9 @@ namespace {
 
 // The bytes of one (token, layer, plane): 8-byte words of a hash stream.
 void FillEntry(std::byte* out, uint32_t bytes, uint64_t block_key, uint32_t layer, uint32_t plane, uint64_t token) {
-  uint64_t seed = Mix64(block_key ^ (uint64_t{layer} << 48) ^ (uint64_t{plane} << 40) ^ token);
+  const uint64_t seed = KvEntrySeed(block_key, layer, plane, token);
   for (uint32_t off = 0; off < bytes; off += 8) {
-    const uint64_t word = Mix64(seed + off);
+    const uint64_t word = KvPatternWord(seed, off);
     std::memcpy(out + off, &word, std::min<uint32_t>(8, bytes - off));
   }
 }

@@ -18,20 +18,14 @@
 
 #include "connector/chunk_keys.h"
 #include "connector/paged_kv_layout.h"
+#include "replay/kv_pattern_word.h"
 
 namespace kvpool::replay {
-
-// splitmix64's finaliser: a cheap, well-mixed 64-bit hash.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // One key per block of `block_tokens` tokens, the last one possibly partial.
 std::vector<uint64_t> ChainBlockKeys(std::span<const connector::TokenId> tokens, uint32_t block_tokens);
 
+// Host-memory caches only; kv_cache_memory.h dispatches to the CUDA versions for device memory.
 // Writes the KV of tokens [begin, end) into `cache` (one pipeline stage whose first global
 // layer is `first_layer`) at the places `block_table` says.
 void WriteKv(const connector::PagedKvCache& cache, std::span<const connector::BlockId> block_table,

@@ -3,8 +3,6 @@
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "handoff/handoff_receiver.h"
 #include "handoff/handoff_sender.h"
 
@@ -27,31 +25,11 @@ class NetworkKvHandoff final : public KvHandoff {
   }
 
   Result<uint64_t> Transfer(const KvHandoffRequest& r) override {
-    if (r.decode_cache == nullptr || r.stage_caches.empty() || r.stage_caches.size() != r.stage_first_layers.size() ||
-        r.stage_caches.size() != r.stage_block_tables.size()) {
-      return InvalidArgument("handoff: stages, first layers and block tables must match one to one");
-    }
-    handoff::PrefillLayout prefill;
-    const connector::PagedKvLayout& first = r.stage_caches[0]->layout;
-    prefill.kind = first.kind;
-    prefill.bytes_per_token_per_layer = first.bytes_per_token_per_layer;
-    prefill.block_tokens = first.block_tokens;
-    uint64_t bytes = 0;
-    for (size_t s = 0; s < r.stage_caches.size(); ++s) {
-      // The planner splits the model's layers in stage order from layer 0.
-      if (r.stage_first_layers[s] != prefill.total_layers()) {
-        return InvalidArgument(fmt::format("handoff: stage {} starts at layer {}, expected {}", s,
-                                           r.stage_first_layers[s], prefill.total_layers()));
-      }
-      prefill.stage_layers.push_back(r.stage_caches[s]->layout.num_layers);
-      bytes += r.tokens * r.stage_caches[s]->layout.num_layers * first.bytes_per_token_per_layer;
-    }
-    const connector::PagedKvLayout& d = r.decode_cache->layout;
-    handoff::DecodeLayout decode;
-    decode.kind = d.kind;
-    decode.num_layers = d.num_layers;
-    decode.bytes_per_token_per_layer = d.bytes_per_token_per_layer;
-    decode.block_tokens = d.block_tokens;
+    auto layouts = HandoffLayoutsOf(r);
+    if (!layouts.ok()) return layouts.status();
+    const handoff::PrefillLayout& prefill = layouts->prefill;
+    const handoff::DecodeLayout& decode = layouts->decode;
+    const uint64_t bytes = layouts->bytes;
     if (r.tokens == 0) return uint64_t{0};
 
     auto link = LinkFor(r.decode_cache, prefill, decode);

@@ -34,9 +34,11 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, cons
   const connector::KvModelSpec& spec = ctx.ns->spec();
   std::vector<connector::StageDevice> devices;
   for (uint32_t s = 0; s < spec.num_stages(); ++s) {
-    p->stages_.push_back(std::make_unique<HostKvCache>(connector::PagedKvLayout::ForStage(spec, s),
-                                                       p->prefix_cache_.num_blocks()));
-    devices.push_back(connector::StageDevice{p->stages_.back()->cache(), -1});
+    auto memory = NewKvCacheMemory(connector::PagedKvLayout::ForStage(spec, s), p->prefix_cache_.num_blocks(),
+                                   ctx.devices.PrefillStage(index, s, spec.num_stages()));
+    if (!memory.ok()) return memory.status();
+    p->stages_.push_back(std::move(memory).value());
+    devices.push_back(connector::StageDevice{p->stages_.back()->cache(), p->stages_.back()->cuda_device()});
   }
   if (ctx.pool != nullptr) {
     connector::RestoreOptions ro;
@@ -56,6 +58,12 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, cons
 std::vector<const connector::PagedKvCache*> PrefillInstance::stage_caches() const {
   std::vector<const connector::PagedKvCache*> out;
   for (const auto& s : stages_) out.push_back(&s->cache());
+  return out;
+}
+
+std::vector<int> PrefillInstance::stage_devices() const {
+  std::vector<int> out;
+  for (const auto& s : stages_) out.push_back(s->cuda_device());
   return out;
 }
 
@@ -138,8 +146,8 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
     const uint64_t end = gpu_tokens + out.restored_tokens;
     const connector::KvModelSpec& spec = ctx_.ns->spec();
     for (uint32_t s = 0; s < spec.num_stages(); ++s) {
-      r->record.verification_errors += CountKvMismatches(stages_[s]->cache(), r->prefill_blocks,
-                                                         spec.first_layer(s), r->block_keys, gpu_tokens, end);
+      r->record.verification_errors += CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s),
+                                                       r->block_keys, gpu_tokens, end);
       r->record.stage_restore_s.push_back(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens));
     }
     r->record.pool_tokens = out.restored_tokens;
@@ -171,8 +179,12 @@ void PrefillInstance::Kick() {
   const connector::KvModelSpec& spec = ctx_.ns->spec();
   for (const Slice& s : batch) {
     for (uint32_t st = 0; st < spec.num_stages(); ++st) {
-      WriteKv(stages_[st]->cache(), s.r->prefill_blocks, spec.first_layer(st), s.r->block_keys, s.span.start,
-              s.span.end);
+      const Status written = stages_[st]->WriteKv(s.r->prefill_blocks, spec.first_layer(st), s.r->block_keys,
+                                                  s.span.start, s.span.end);
+      if (!written.ok()) {  // the cache does not hold the KV it should: a verification error
+        spdlog::error("prefill {}: {}", index_, written.ToString());
+        ++s.r->record.verification_errors;
+      }
     }
   }
   computing_ = true;

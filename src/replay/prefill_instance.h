@@ -1,5 +1,6 @@
 // PrefillInstance: one pipeline-parallel prefill instance — a paged KV cache per stage (host
-// memory standing in for each stage GPU), one GPU prefix cache over them, chunked prefill
+// memory standing in for each stage GPU, or that GPU's memory with --gpu), one GPU prefix cache
+// over them, chunked prefill
 // with a max-batched-tokens budget, and the pool connector (restore before, save after).
 //
 // A request's life here:
@@ -32,7 +33,7 @@
 #include "connector/save_engine.h"
 #include "replay/deployment_context.h"
 #include "replay/gpu_prefix_cache.h"
-#include "replay/host_kv_cache.h"
+#include "replay/kv_cache_memory.h"
 #include "replay/in_flight_request.h"
 
 namespace kvpool::replay {
@@ -54,6 +55,7 @@ class PrefillInstance {
   const GpuPrefixCache& prefix_cache() const { return prefix_cache_; }
   const connector::ConnectorMetrics& connector_metrics() const { return metrics_; }
   std::vector<const connector::PagedKvCache*> stage_caches() const;
+  std::vector<int> stage_devices() const;  // CUDA device per stage (-1: host memory)
   uint64_t restore_errors() const { return restore_errors_; }
   uint64_t save_failures() const { return save_failures_; }
 
@@ -70,7 +72,7 @@ class PrefillInstance {
 
   const int index_;
   const DeploymentContext ctx_;
-  std::vector<std::unique_ptr<HostKvCache>> stages_;
+  std::vector<std::unique_ptr<KvCacheMemory>> stages_;
   GpuPrefixCache prefix_cache_;
   connector::ConnectorMetrics metrics_;
   std::unique_ptr<connector::RestoreEngine> restore_;

@@ -1,6 +1,7 @@
 // A tiny replay end to end: synthetic corpus, a few sessions, the in-process pool, no pacing.
 #include <gtest/gtest.h>
 
+#include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "trace/corpus_synthesizer.h"
 
@@ -48,6 +49,24 @@ TEST(ReplayEndToEndTest, PoolServesTokensAndEveryByteVerifies) {
   EXPECT_EQ(without->pool_tokens, 0u);
   EXPECT_LT(with_pool->computed_share(), without->computed_share());
   std::printf("%s%s", FormatSummary(*with_pool).c_str(), FormatSummary(*without).c_str());
+}
+
+TEST(ReplayEndToEndTest, GpuOptionsAreCheckedBeforeAnythingStarts) {
+  const trace::Corpus corpus = SmallCorpus();
+  ReplayRunOptions gpu_handoff_on_host = TinyRun(true);
+  gpu_handoff_on_host.handoff = "gpu";
+  EXPECT_EQ(RunReplay(corpus, gpu_handoff_on_host).status().code(), StatusCode::kInvalidArgument);
+  ReplayRunOptions too_many_gpus = TinyRun(true);
+  too_many_gpus.gpus = ReplayCudaDeviceCount() + 1;
+  auto s = RunReplay(corpus, too_many_gpus);
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find("--gpu"), std::string::npos) << s.status().ToString();
+  if (ReplayCudaDeviceCount() > 0) {
+    ReplayRunOptions cpu_handoff_on_gpu = TinyRun(true);
+    cpu_handoff_on_gpu.gpus = 1;
+    cpu_handoff_on_gpu.handoff = "cpu";
+    EXPECT_EQ(RunReplay(corpus, cpu_handoff_on_gpu).status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

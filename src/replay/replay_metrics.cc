@@ -95,6 +95,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["geometry"] = s.geometry;
   j["sessions"] = s.sessions;
   j["gpus"] = s.gpus;
+  j["kv_memory"] = s.kv_memory;
+  j["handoff"] = s.handoff;
   j["speedup"] = s.speedup;
   j["window_start_s"] = s.window_start_s;
   j["window_s"] = s.window_s;
@@ -159,8 +161,8 @@ std::string FormatSummary(const ReplaySummary& s) {
                      "p50 {:.0f} ms · real p50 {:.1f} ms\n",
                      s.restores, 1e3 * s.stage_restore_s.p50, 1e3 * s.stage_restore_s.p90,
                      1e3 * s.restore_stage_wait_s.p50, 1e3 * s.restore_real_s.p50);
-  out += fmt::format("  handoff         p50 {:.0f} ms · real p50 {:.1f} ms\n", 1e3 * s.handoff_s.p50,
-                     1e3 * s.handoff_real_s.p50);
+  out += fmt::format("  handoff         p50 {:.0f} ms · real p50 {:.1f} ms ({} handoff, KV in {} memory)\n",
+                     1e3 * s.handoff_s.p50, 1e3 * s.handoff_real_s.p50, s.handoff, s.kv_memory);
   out += fmt::format("  bytes moved     restored {:.1f} MB · saved {:.1f} MB · handed off {:.1f} MB\n",
                      s.restore_bytes / 1e6, s.save_bytes / 1e6, s.handoff_bytes / 1e6);
   out += fmt::format("  deployment      decode KV mean {:.0f}% (peak {:.0f}%) · GPU cache evictions {} blocks · restore "

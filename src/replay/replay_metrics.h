@@ -32,6 +32,8 @@ struct ReplaySummary {
   std::string geometry;
   int sessions = 0;
   int gpus = 0;
+  std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"
+  std::string handoff;             // the KvHandoff's name
   double speedup = 0;
   double window_start_s = 0, window_s = 0;  // emulated
   double wall_s = 0;                        // real time the run took

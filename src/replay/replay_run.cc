@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "replay/kv_cache_memory.h"
 #include "replay/network_kv_handoff.h"
 #include "replay/pool_connection.h"
 
@@ -12,6 +13,32 @@ namespace kvpool::replay {
 
 Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  if (options.gpus > 0) {
+    const int present = ReplayCudaDeviceCount();
+    if (present < options.gpus) {
+      return Unavailable(present == 0 ? "--gpu: no CUDA device (or this kvpool was built without KVPOOL_CUDA)"
+                                      : fmt::format("--gpu: {} CUDA devices asked for, {} present", options.gpus,
+                                                    present));
+    }
+  }
+  const std::string handoff_name = !options.handoff.empty() ? options.handoff : options.gpus > 0 ? "gpu" : "network";
+  if ((handoff_name == "gpu") != (options.gpus > 0)) {
+    return InvalidArgument(options.gpus > 0 ? fmt::format("the {} handoff reads host memory; with --gpu use gpu",
+                                                          handoff_name)
+                                            : std::string("the gpu handoff needs --gpu (caches in device memory)"));
+  }
+  std::unique_ptr<KvHandoff> handoff;
+  if (handoff_name == "network") {
+    handoff = NewNetworkKvHandoff();
+  } else if (handoff_name == "cpu") {
+    handoff = NewCpuKvHandoff();
+  } else if (handoff_name == "gpu") {
+    auto gpu = NewGpuKvHandoff();
+    if (!gpu.ok()) return gpu.status();
+    handoff = std::move(gpu).value();
+  } else {
+    return InvalidArgument(fmt::format("unknown handoff '{}' (network, cpu or gpu)", handoff_name));
+  }
   std::unique_ptr<PoolConnection> pool;
   if (options.use_pool) {
     auto p = options.master_address.empty() ? PoolConnection::StartEmbedded(options.geometry.pool_bytes())
@@ -20,20 +47,13 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     pool = std::move(p).value();
     spdlog::debug("replay: {}", pool->description());
   }
-  std::unique_ptr<KvHandoff> handoff;
-  if (options.handoff == "network") {
-    handoff = NewNetworkKvHandoff();
-  } else if (options.handoff == "cpu") {
-    handoff = NewCpuKvHandoff();
-  } else {
-    return InvalidArgument(fmt::format("unknown handoff '{}' (network or cpu)", options.handoff));
-  }
   Simulation sim(options.speedup);
   DeploymentOptions d;
   d.handoff = handoff.get();
   d.geometry = options.geometry;
   d.cost = options.cost;
   d.pool = pool ? pool->store() : nullptr;
+  d.devices.gpus = options.gpus;
   // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
   d.run_salt = fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
                            options.replay.seed);
@@ -59,6 +79,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.geometry = options.geometry.name;
   s.sessions = options.replay.sessions;
   s.speedup = options.speedup;
+  s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
+  s.handoff = handoff->name();
   s.traces_skipped = driver.traces_skipped();
   s.deployment = (*deployment)->counters(driver.window_start_s(), driver.window_end_s());
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -30,9 +30,14 @@ struct ReplayRunOptions {
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
   std::string master_address;  // "" = embedded pool sized by the geometry
+  // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
+  // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
+  int gpus = 0;
   // "network": the real handoff path (src/handoff: gather, writes into a bounded landing
-  // segment through the transfer engine, checksummed scatter); "cpu": a memcpy per token-layer.
-  std::string handoff = "network";
+  // segment through the transfer engine, checksummed scatter); "cpu": a memcpy per token-layer;
+  // "gpu": gather kernel, peer copies, scatter kernel (src/handoff's HandoffPipeline; needs
+  // gpus > 0, which only it supports). "": gpu with gpus > 0, network otherwise.
+  std::string handoff;
   std::function<void(const ReplayProgress&)> on_progress;  // about twice a second
 };
 

@@ -1,0 +1,105 @@
+// The replay's GPU handoff (KVPOOL_CUDA; replay_no_cuda.cc otherwise): one HandoffPipeline per
+// (stage GPU, decode GPU) pair, made on first use and kept. Per request every stage's pipeline
+// gathers its layers into pieces of at most max_write_bytes, copies them to the decode GPU and
+// scatters them; Transfer waits on one completion event per stage.
+#include <cuda_runtime.h>
+
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "handoff/handoff_copy_cuda.h"
+#include "replay/kv_handoff.h"
+
+namespace kvpool::replay {
+namespace {
+
+class GpuKvHandoff final : public KvHandoff {
+ public:
+  explicit GpuKvHandoff(uint64_t max_write_bytes) : max_write_bytes_(max_write_bytes) {}
+  ~GpuKvHandoff() override {
+    for (auto& [devices, done] : events_) {
+      cudaSetDevice(devices.second);
+      cudaEventDestroy(done);
+    }
+  }
+
+  Result<uint64_t> Transfer(const KvHandoffRequest& r) override {
+    auto layouts = HandoffLayoutsOf(r);
+    if (!layouts.ok()) return layouts.status();
+    if (r.stage_devices.size() != r.stage_caches.size() || r.decode_device < 0) {
+      return InvalidArgument("gpu handoff: every cache must be in device memory");
+    }
+    if (r.tokens == 0) return uint64_t{0};
+    handoff::HandoffPlanOptions po;
+    po.max_write_bytes = max_write_bytes_;
+    auto plan = handoff::PlanHandoff(layouts->prefill, layouts->decode, 0, r.tokens, po);
+    if (!plan.ok()) return plan.status();
+    auto decode = handoff::DeviceKvTable::Upload(*r.decode_cache, r.decode_block_table, r.decode_device);
+    if (!decode.ok()) return decode.status();
+    const handoff::DeviceKvTable* decode_tables[] = {decode->get()};
+    // Uploaded tables must outlive the transfers they describe: kept until every event fired.
+    std::vector<std::unique_ptr<handoff::DeviceKvTable>> stage_tables;
+    std::vector<cudaEvent_t> pending;
+    Status failed;
+    for (uint32_t s = 0; s < r.stage_caches.size() && failed.ok(); ++s) {
+      auto table = handoff::DeviceKvTable::Upload(*r.stage_caches[s], r.stage_block_tables[s], r.stage_devices[s]);
+      if (!table.ok()) {
+        failed = table.status();
+        break;
+      }
+      stage_tables.push_back(std::move(table).value());
+      auto link = LinkFor(r.stage_devices[s], r.decode_device);
+      if (!link.ok()) {
+        failed = link.status();
+        break;
+      }
+      failed = link->first->Transfer(*plan, s, *stage_tables.back(), decode_tables, link->second);
+      if (failed.ok()) pending.push_back(link->second);
+    }
+    // Wait for whatever was enqueued, even after a failure: nothing may still be writing into
+    // decode's cache when the caller frees or reuses its blocks.
+    for (cudaEvent_t done : pending) {
+      const cudaError_t e = cudaEventSynchronize(done);
+      if (e != cudaSuccess && failed.ok()) failed = Internal(fmt::format("gpu handoff: {}", cudaGetErrorString(e)));
+    }
+    if (!failed.ok()) return failed;
+    return layouts->bytes;
+  }
+
+  const char* name() const override { return "gpu"; }
+
+ private:
+  // The pipeline from one stage GPU to one decode GPU and its completion event (one request at a
+  // time per pair, so one event suffices).
+  Result<std::pair<handoff::HandoffPipeline*, cudaEvent_t>> LinkFor(int stage_device, int decode_device) {
+    const std::pair<int, int> key{stage_device, decode_device};
+    auto it = pipelines_.find(key);
+    if (it == pipelines_.end()) {
+      auto pipeline = handoff::HandoffPipeline::Create(stage_device, decode_device);
+      if (!pipeline.ok()) return pipeline.status();
+      cudaEvent_t done = nullptr;
+      cudaSetDevice(decode_device);
+      if (const cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming); e != cudaSuccess) {
+        return Internal(fmt::format("gpu handoff: create event: {}", cudaGetErrorString(e)));
+      }
+      events_[key] = done;
+      it = pipelines_.emplace(key, std::move(pipeline).value()).first;
+    }
+    return std::make_pair(it->second.get(), events_.at(key));
+  }
+
+  const uint64_t max_write_bytes_;
+  std::map<std::pair<int, int>, std::unique_ptr<handoff::HandoffPipeline>> pipelines_;
+  std::map<std::pair<int, int>, cudaEvent_t> events_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<KvHandoff>> NewGpuKvHandoff(uint64_t max_write_bytes) {
+  if (handoff::HandoffCudaDeviceCount() == 0) return Unavailable("gpu handoff: no CUDA device");
+  return std::unique_ptr<KvHandoff>(new GpuKvHandoff(max_write_bytes));
+}
+
+}  // namespace kvpool::replay

@@ -1,0 +1,35 @@
+#include "replay/kv_handoff.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::replay {
+
+Result<KvHandoffLayouts> HandoffLayoutsOf(const KvHandoffRequest& r) {
+  if (r.decode_cache == nullptr || r.stage_caches.empty() || r.stage_caches.size() != r.stage_first_layers.size() ||
+      r.stage_caches.size() != r.stage_block_tables.size()) {
+    return InvalidArgument("handoff: stages, first layers and block tables must match one to one");
+  }
+  KvHandoffLayouts out;
+  handoff::PrefillLayout& prefill = out.prefill;
+  const connector::PagedKvLayout& first = r.stage_caches[0]->layout;
+  prefill.kind = first.kind;
+  prefill.bytes_per_token_per_layer = first.bytes_per_token_per_layer;
+  prefill.block_tokens = first.block_tokens;
+  for (size_t s = 0; s < r.stage_caches.size(); ++s) {
+    // The planner splits the model's layers in stage order from layer 0.
+    if (r.stage_first_layers[s] != prefill.total_layers()) {
+      return InvalidArgument(fmt::format("handoff: stage {} starts at layer {}, expected {}", s,
+                                         r.stage_first_layers[s], prefill.total_layers()));
+    }
+    prefill.stage_layers.push_back(r.stage_caches[s]->layout.num_layers);
+    out.bytes += r.tokens * r.stage_caches[s]->layout.num_layers * first.bytes_per_token_per_layer;
+  }
+  const connector::PagedKvLayout& d = r.decode_cache->layout;
+  out.decode.kind = d.kind;
+  out.decode.num_layers = d.num_layers;
+  out.decode.bytes_per_token_per_layer = d.bytes_per_token_per_layer;
+  out.decode.block_tokens = d.block_tokens;
+  return out;
+}
+
+}  // namespace kvpool::replay
