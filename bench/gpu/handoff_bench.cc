@@ -20,9 +20,13 @@
 // (c)'s bytes cut into (b)'s pieces and copied without kernels (what the write-size cap costs).
 //
 // Usage: handoff_bench [--json FILE] [--repeats N] [--per-token-repeats N] [--max-write-bytes B]
-//                      [--slots N] [--kernel-blocks N] [--sweep]
+//                      [--slots N] [--copy-streams N] [--kernel-blocks N] [--sweep]
+// --copy-streams: HandoffPipelineOptions::copy_streams (0, the default: one per slot); the
+// chunked copy row uses as many streams.
 // --sweep also times (b) for 2/3/4 slots x kernel grid caps 0/264/132/66 x 2/4/8/16 MiB writes
-// (16 MiB: what the 8 MiB cap costs).
+// with one copy stream per slot (16 MiB: what the 8 MiB cap costs); at 8 MiB also 3/4 slots x
+// 1/2 copy streams x the same grid caps; and the chunked copies (no kernels) on 1-4 streams.
+// The summary then names the fastest 8 MiB configuration (row best_8mib).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -107,8 +111,8 @@ std::vector<BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t 
 }
 
 struct Row {
-  const char* key;
-  const char* what;
+  std::string key;
+  std::string what;
   uint64_t writes;
   double ms;
 };
@@ -120,6 +124,7 @@ int main(int argc, char** argv) {
   int repeats = 20, per_token_repeats = 3;
   uint64_t max_write = kDefaultMaxWriteBytes;
   uint32_t slots = 3;
+  uint32_t copy_streams = HandoffPipelineOptions{}.copy_streams;
   uint32_t kernel_blocks = HandoffPipelineOptions{}.kernel_blocks;
   bool do_sweep = false;
   for (int i = 1; i < argc; ++i) {
@@ -146,6 +151,8 @@ int main(int argc, char** argv) {
       kernel_blocks = static_cast<uint32_t>(std::max(0, std::atoi(value)));
     } else if (arg == "--slots") {
       slots = static_cast<uint32_t>(std::max(1, std::atoi(value)));
+    } else if (arg == "--copy-streams") {
+      copy_streams = static_cast<uint32_t>(std::max(0, std::atoi(value)));
     } else {
       std::fprintf(stderr, "handoff_bench: unknown option %s\n", arg.c_str());
       return 2;
@@ -223,6 +230,10 @@ int main(int argc, char** argv) {
   po.slots = slots;
   po.slot_bytes = max_write;
   po.kernel_blocks = kernel_blocks;
+  po.copy_streams = copy_streams;
+  // The pipeline's copy streams as a count (0 means one per slot).
+  auto streams_of = [](const HandoffPipelineOptions& o) { return o.copy_streams > 0 ? o.copy_streams : o.slots; };
+  const uint32_t main_streams = streams_of(po);
   auto pipe_or = HandoffPipeline::Create(P, D, po);  // also enables peer access both ways
   CHECK_OK(pipe_or.status());
   HandoffPipeline& pipe = **pipe_or;
@@ -261,6 +272,7 @@ int main(int argc, char** argv) {
       verified = false;
     }
   }
+
 
   // (a) addresses, then once fully, verified.
   struct Copy {
@@ -314,38 +326,41 @@ int main(int argc, char** argv) {
     return static_cast<double>(ms);
   };
   // The same bytes as plan.rank_writes(stage) plain peer copies of the pipeline's piece sizes,
-  // round robin over `slots` streams: what chunking alone costs, without gather or scatter.
+  // round robin over n streams: what chunking alone costs, without gather or scatter.
   std::vector<uint64_t> piece_sizes;
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
     for (const HandoffWrite& w : plan.pair(stage, d).writes) piece_sizes.push_back(w.length);
   }
-  // Streams as the pipeline's copy streams: one per slot, on the prefill GPU.
-  std::vector<cudaStream_t> chunk_streams(slots);
-  std::vector<cudaEvent_t> chunk_joins(slots);
-  for (uint32_t i = 0; i < slots; ++i) {
+  // Streams as the pipeline's copy streams (main_streams by default), on the prefill GPU; up to
+  // 4 for the sweep.
+  const uint32_t max_chunk_streams = std::max(main_streams, 4u);
+  std::vector<cudaStream_t> chunk_streams(max_chunk_streams);
+  std::vector<cudaEvent_t> chunk_joins(max_chunk_streams);
+  for (uint32_t i = 0; i < max_chunk_streams; ++i) {
     CHECK_CUDA(cudaSetDevice(P));
     CHECK_CUDA(cudaStreamCreateWithFlags(&chunk_streams[i], cudaStreamNonBlocking));
     CHECK_CUDA(cudaEventCreateWithFlags(&chunk_joins[i], cudaEventDisableTiming));
   }
-  auto run_chunked = [&] {
+  auto run_chunked_on = [&](uint32_t n) {
     CHECK_CUDA(cudaSetDevice(P));
     CHECK_CUDA(cudaEventRecord(p0, ps));
     uint64_t off = 0;
     for (size_t i = 0; i < piece_sizes.size(); ++i) {
-      const uint32_t k = static_cast<uint32_t>(i % slots);
+      const uint32_t k = static_cast<uint32_t>(i % n);
       CHECK_CUDA(cudaStreamWaitEvent(chunk_streams[k], p0, 0));
       CHECK_CUDA(cudaMemcpyPeerAsync(static_cast<std::byte*>(dst_buf) + off, D, static_cast<std::byte*>(src_buf) + off,
                                      P, piece_sizes[i], chunk_streams[k]));
       off += piece_sizes[i];
     }
-    for (uint32_t k = 0; k < slots; ++k) CHECK_CUDA(cudaEventRecord(chunk_joins[k], chunk_streams[k]));
-    for (uint32_t k = 0; k < slots; ++k) CHECK_CUDA(cudaStreamWaitEvent(ps, chunk_joins[k], 0));
+    for (uint32_t k = 0; k < n; ++k) CHECK_CUDA(cudaEventRecord(chunk_joins[k], chunk_streams[k]));
+    for (uint32_t k = 0; k < n; ++k) CHECK_CUDA(cudaStreamWaitEvent(ps, chunk_joins[k], 0));
     CHECK_CUDA(cudaEventRecord(p1, ps));
     CHECK_CUDA(cudaEventSynchronize(p1));
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, p0, p1));
     return static_cast<double>(ms);
   };
+  auto run_chunked = [&] { return run_chunked_on(main_streams); };
   // Gather and scatter kernels alone (whole pair buffers, device-local), for the breakdown.
   std::vector<void*> gather_bufs, landing_bufs;
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
@@ -406,13 +421,35 @@ int main(int argc, char** argv) {
 
   // --sweep: the pipelined path for other slot counts and write sizes (not verified again: the
   // same kernels and ordering, only the ring's size and the pieces differ).
+  // copy_streams is the count the pipeline used (one per slot when the option was 0).
   struct SweepRow {
-    uint32_t slots, kernel_blocks;
+    uint32_t slots, copy_streams, kernel_blocks;
     uint64_t max_write, writes;
     double ms;
   };
   std::vector<SweepRow> sweep;
+  // (c) cut into (b)'s pieces on n streams: whether copies in flight together hide the per-copy gap.
+  struct ChunkedRow {
+    uint32_t streams;
+    double ms;
+  };
+  std::vector<ChunkedRow> chunked_sweep;
   if (do_sweep) {
+    auto time_pipeline = [&](const HandoffPlan& sp, const HandoffPipelineOptions& o) {
+      auto p2 = HandoffPipeline::Create(P, D, o);
+      CHECK_OK(p2.status());
+      std::vector<double> t;
+      for (int i = 0; i <= repeats; ++i) {  // the first is the warm-up
+        CHECK_CUDA(cudaSetDevice(D));
+        CHECK_CUDA(cudaEventRecord(d0, ds));
+        CHECK_OK((*p2)->Transfer(sp, stage, **pre_dev, dec_ptrs, d1));
+        CHECK_CUDA(cudaEventSynchronize(d1));
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, d0, d1));
+        if (i > 0) t.push_back(ms);
+      }
+      sweep.push_back({o.slots, streams_of(o), o.kernel_blocks, o.slot_bytes, sp.rank_writes(stage), Median(t)});
+    };
     for (uint64_t mw : {uint64_t{2} << 20, uint64_t{4} << 20, uint64_t{8} << 20, uint64_t{16} << 20}) {
       auto sp = PlanHandoff(prefill, decode, first, end, {.max_write_bytes = mw});
       CHECK_OK(sp.status());
@@ -421,21 +458,27 @@ int main(int argc, char** argv) {
           HandoffPipelineOptions o;
           o.slots = n;
           o.slot_bytes = mw;
-          o.kernel_blocks = kb;
-          auto p2 = HandoffPipeline::Create(P, D, o);
-          CHECK_OK(p2.status());
-          std::vector<double> t;
-          for (int i = 0; i <= repeats; ++i) {  // the first is the warm-up
-            CHECK_CUDA(cudaSetDevice(D));
-            CHECK_CUDA(cudaEventRecord(d0, ds));
-            CHECK_OK((*p2)->Transfer(*sp, stage, **pre_dev, dec_ptrs, d1));
-            CHECK_CUDA(cudaEventSynchronize(d1));
-            float ms = 0;
-            CHECK_CUDA(cudaEventElapsedTime(&ms, d0, d1));
-            if (i > 0) t.push_back(ms);
-          }
-          sweep.push_back({n, kb, mw, sp->rank_writes(stage), Median(t)});
+          o.kernel_blocks = kb;  // copy_streams 0: one per slot
+          time_pipeline(*sp, o);
         }
+      if (mw != uint64_t{8} << 20) continue;
+      // At the 8 MiB cap: fewer copy streams than slots (consecutive copies still alternate).
+      for (uint32_t n : {3u, 4u})
+        for (uint32_t cs : {1u, 2u})
+          for (uint32_t kb : {0u, 264u, 132u, 66u}) {
+            HandoffPipelineOptions o;
+            o.slots = n;
+            o.slot_bytes = mw;
+            o.copy_streams = cs;
+            o.kernel_blocks = kb;
+            time_pipeline(*sp, o);
+          }
+    }
+    for (uint32_t n = 1; n <= 4; ++n) {
+      run_chunked_on(n);  // warm-up
+      std::vector<double> t;
+      for (int i = 0; i < repeats; ++i) t.push_back(run_chunked_on(n));
+      chunked_sweep.push_back({n, Median(t)});
     }
   }
   const double a_ms = Median(a), b_ms = Median(b), c_ms = Median(c), enq_ms = Median(enq);
@@ -448,9 +491,11 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, P));
   std::printf("handoff_bench: %s x%d, prefill GPU %d -> decode GPU %d (%s)\n", prop.name, gpus, P, D,
               P == D ? "same GPU" : (pipe.uses_peer_access() ? "peer access" : "pinned-host bounce"));
-  std::printf("chunk: tokens [%llu, %llu) of PP stage %u (%u layers x 576 B) -> DCP%u, %.2f MB; %u slots of %.2f MiB\n",
-              static_cast<unsigned long long>(first), static_cast<unsigned long long>(end), stage,
-              prefill.stage_layers[stage], decode.dcp_ranks, bytes / 1e6, slots, max_write / 1048576.0);
+  std::printf(
+      "chunk: tokens [%llu, %llu) of PP stage %u (%u layers x 576 B) -> DCP%u, %.2f MB; %u slots of %.2f MiB, "
+      "%u copy streams\n",
+      static_cast<unsigned long long>(first), static_cast<unsigned long long>(end), stage, prefill.stage_layers[stage],
+      decode.dcp_ranks, bytes / 1e6, slots, max_write / 1048576.0, main_streams);
   std::vector<Row> rows = {
       {"per_token", "(a) one peer copy per token per layer", per_token_writes, a_ms},
       {"pipelined", "(b) gather + large writes + scatter", plan.rank_writes(stage), b_ms},
@@ -459,22 +504,44 @@ int main(int argc, char** argv) {
       {"scatter_kernel", "    scatter kernels alone (decode GPU)", 0, s_ms},
       {"chunked_peer_copy", "    (c) cut into (b)'s pieces, no kernels", plan.rank_writes(stage), ch_ms},
   };
+  // The fastest swept configuration with the 8 MiB cap (the design's write size).
+  const SweepRow* best8 = nullptr;
+  for (const SweepRow& r : sweep) {
+    if (r.max_write == uint64_t{8} << 20 && (best8 == nullptr || r.ms < best8->ms)) best8 = &r;
+  }
+  if (best8) {
+    rows.push_back({"best_8mib",
+                    "(b) best 8 MiB: " + std::to_string(best8->slots) + " slots, " +
+                        std::to_string(best8->copy_streams) + " cs, " + std::to_string(best8->kernel_blocks) + " blk",
+                    best8->writes, best8->ms});
+  }
 
   std::printf("\n%-42s %10s %12s %10s\n", "what", "writes", "median ms", "GB/s");
   for (const Row& r : rows)
-    std::printf("%-42s %10llu %12.3f %10.1f\n", r.what, static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms));
+    std::printf("%-42s %10llu %12.3f %10.1f\n", r.what.c_str(), static_cast<unsigned long long>(r.writes), r.ms,
+                gbps(r.ms));
   std::printf("\n(b) host enqueue time (median): %.3f ms\n", enq_ms);
   std::printf("(b)/(c) GB/s ratio: %.2f (target >= 0.80) %s\n", ratio, ratio >= 0.8 ? "met" : "MISSED");
   std::printf("(a)/(b) speedup:    %.1fx (target >= 50x) %s\n", speedup, speedup >= 50 ? "met" : "MISSED");
+  if (best8) {
+    const double best_ratio = gbps(best8->ms) / gbps(c_ms);
+    std::printf("best 8 MiB (sweep): %u slots, %u copy streams, kernel blocks %u: (b)/(c) %.2f (target >= 0.80) %s\n",
+                best8->slots, best8->copy_streams, best8->kernel_blocks, best_ratio, best_ratio >= 0.8 ? "met" : "MISSED");
+  }
 
   std::printf("result vs CPU reference: %s\n", verified ? "bytes equal" : "MISMATCH");
   if (!sweep.empty()) {
-    std::printf("\nsweep of (b): %6s %7s %10s %8s %10s %8s %s\n", "slots", "blocks", "max write", "writes", "median ms",
-                "GB/s", "vs (c)");
+    std::printf("\nsweep of (b): %6s %7s %7s %10s %8s %10s %8s %s\n", "slots", "copy st", "blocks", "max write",
+                "writes", "median ms", "GB/s", "vs (c)");
     for (const SweepRow& r : sweep) {
-      std::printf("              %6u %7u %6.0f MiB %8llu %10.3f %8.1f %.2f\n", r.slots, r.kernel_blocks,
-                  r.max_write / 1048576.0, static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms),
+      std::printf("              %6u %7u %7u %6.0f MiB %8llu %10.3f %8.1f %.2f\n", r.slots, r.copy_streams,
+                  r.kernel_blocks, r.max_write / 1048576.0, static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms),
                   gbps(r.ms) / gbps(c_ms));
+    }
+    std::printf("\nsweep of (c) cut into (b)'s %llu pieces, no kernels: %7s %10s %8s %s\n",
+                static_cast<unsigned long long>(piece_sizes.size()), "streams", "median ms", "GB/s", "vs (c)");
+    for (const ChunkedRow& r : chunked_sweep) {
+      std::printf("%52s %7u %10.3f %8.1f %.2f\n", "", r.streams, r.ms, gbps(r.ms), gbps(r.ms) / gbps(c_ms));
     }
   }
 
@@ -492,11 +559,19 @@ int main(int argc, char** argv) {
         "  \"tokens\": %llu, \"layers\": %u, \"bytes_per_token_layer\": 576, \"dcp_ranks\": %u, \"bytes\": %llu,\n",
         static_cast<unsigned long long>(end - first), prefill.stage_layers[stage], decode.dcp_ranks,
         static_cast<unsigned long long>(bytes));
-    std::fprintf(out, "  \"max_write_bytes\": %llu, \"slots\": %u, \"repeats\": %d, \"per_token_repeats\": %d,\n",
-                 static_cast<unsigned long long>(max_write), slots, repeats, per_token_repeats);
+    std::fprintf(out,
+                 "  \"max_write_bytes\": %llu, \"slots\": %u, \"copy_streams\": %u, \"repeats\": %d, "
+                 "\"per_token_repeats\": %d,\n",
+                 static_cast<unsigned long long>(max_write), slots, main_streams, repeats, per_token_repeats);
     for (const Row& r : rows) {
-      std::fprintf(out, "  \"%s\": {\"writes\": %llu, \"median_ms\": %.4f, \"gbps\": %.2f},\n", r.key,
+      std::fprintf(out, "  \"%s\": {\"writes\": %llu, \"median_ms\": %.4f, \"gbps\": %.2f},\n", r.key.c_str(),
                    static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms));
+    }
+    if (best8) {
+      std::fprintf(out,
+                   "  \"best_8mib_config\": {\"slots\": %u, \"copy_streams\": %u, \"kernel_blocks\": %u, "
+                   "\"ratio_vs_peer\": %.3f},\n",
+                   best8->slots, best8->copy_streams, best8->kernel_blocks, gbps(best8->ms) / gbps(c_ms));
     }
     std::fprintf(out, "  \"pipelined_host_enqueue_ms\": %.4f,\n", enq_ms);
     std::fprintf(out, "  \"ratio_pipelined_vs_peer\": %.3f, \"target_ratio\": 0.8,\n", ratio);
@@ -505,11 +580,18 @@ int main(int argc, char** argv) {
     std::fprintf(out, "  \"sweep\": [");
     for (size_t i = 0; i < sweep.size(); ++i) {
       std::fprintf(out,
-                   "%s\n    {\"slots\": %u, \"kernel_blocks\": %u, \"max_write_bytes\": %llu, \"writes\": %llu, "
-                   "\"median_ms\": %.4f, \"gbps\": %.2f}",
-                   i ? "," : "", sweep[i].slots, sweep[i].kernel_blocks,
+                   "%s\n    {\"slots\": %u, \"copy_streams\": %u, \"kernel_blocks\": %u, \"max_write_bytes\": %llu, "
+                   "\"writes\": %llu, \"median_ms\": %.4f, \"gbps\": %.2f}",
+                   i ? "," : "", sweep[i].slots, sweep[i].copy_streams, sweep[i].kernel_blocks,
                    static_cast<unsigned long long>(sweep[i].max_write),
                    static_cast<unsigned long long>(sweep[i].writes), sweep[i].ms, gbps(sweep[i].ms));
+    }
+    std::fprintf(out, "],\n");
+    std::fprintf(out, "  \"chunked_sweep\": [");
+    for (size_t i = 0; i < chunked_sweep.size(); ++i) {
+      std::fprintf(out, "%s\n    {\"streams\": %u, \"writes\": %llu, \"median_ms\": %.4f, \"gbps\": %.2f}", i ? "," : "",
+                   chunked_sweep[i].streams, static_cast<unsigned long long>(piece_sizes.size()), chunked_sweep[i].ms,
+                   gbps(chunked_sweep[i].ms));
     }
     std::fprintf(out, "],\n");
     std::fprintf(out, "  \"verified\": %s\n}\n", verified ? "true" : "false");

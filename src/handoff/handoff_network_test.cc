@@ -7,10 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <functional>
 #include <random>
 #include <thread>
 
 #include "handoff/handoff_control.h"
+#include "handoff/handoff_copy_cuda.h"
 #include "handoff/handoff_receiver.h"
 #include "handoff/handoff_sender.h"
 #include "handoff/test_handoff_caches.h"
@@ -133,36 +135,88 @@ TEST(HandoffNetwork, UnexpectedRequestAndOtherLayoutsAreRefusedAndTheConnectionL
   EXPECT_TRUE((*receiver)->Wait(2, Clock::now() + 5s).ok());
 }
 
+// Raw socket helpers for a misbehaving sender.
+int RawConnect(const std::string& address) {
+  auto a = transfer::ResolveTcpAddress(address);
+  if (!a.ok()) return -1;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, a->get(), a->length) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Takes one landing slot as a peer that never writes it: the slot stays held until `fd` is
+// closed (then quarantined). -1 if the receiver did not grant it.
+int HoldOneSlot(const std::string& address) {
+  const int fd = RawConnect(address);
+  if (fd < 0) return -1;
+  const auto deadline = Clock::now() + 5s;
+  ControlMessage ask;
+  ask.type = ControlType::kSlotRequest;
+  if (!ReceiveControl(fd, deadline).ok() || !SendControl(fd, ask, deadline).ok()) {
+    ::close(fd);
+    return -1;
+  }
+  auto grant = ReceiveControl(fd, deadline);
+  if (!grant.ok() || grant->type != ControlType::kSlotGrant || !grant->status().ok()) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Waits until `holds` is true of state the receiver exposes (its stats), or `limit` passes.
+// Synchronises on that state, never on time letting something else happen first.
+bool Eventually(const std::function<bool()>& holds, Clock::duration limit = 10s) {
+  const auto until = Clock::now() + limit;
+  while (!holds()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 TEST(HandoffNetwork, ReceiverGoneMidRequestFailsTheSenderCleanly) {
   HostScenario s = FixedScenario();
   HandoffReceiverOptions o;
   o.max_write_bytes = 1024;
-  o.landing_bytes = 1024;
+  o.landing_bytes = 1024;  // one slot
   auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
   ASSERT_TRUE(receiver.ok());
+  const std::string address = (*receiver)->address();
   ASSERT_TRUE((*receiver)->Expect(3, 0, 512, Targets(s)).ok());
-  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  // Mid-request: prefill rank 1's whole part has landed and been scattered...
+  auto rank1 = HandoffSender::Connect(address, s.c.prefill, s.c.decode, 1);
+  ASSERT_TRUE(rank1.ok());
+  ASSERT_TRUE((*rank1)->Send(3, 0, 512, s.prefill[1].cache(), s.prefill_tables[1], Clock::now() + 10s).ok());
+  EXPECT_GT((*receiver)->stats().pieces, 0u);
+  // ...and rank 0 has begun its part but cannot move a piece: another peer holds the only slot
+  // and never frees it, so rank 0's first slot request waits until the receiver goes away.
+  const int holder = HoldOneSlot(address);
+  ASSERT_GE(holder, 0);
+  auto sender = HandoffSender::Connect(address, s.c.prefill, s.c.decode, 0);
   ASSERT_TRUE(sender.ok());
-  std::thread killer([&] {
-    while ((*receiver)->stats().pieces < 3) std::this_thread::sleep_for(1ms);
-    receiver->reset();  // the decode instance goes away mid-request
+  const uint64_t waits_before = (*receiver)->stats().slot_waits;
+  Status st;
+  std::thread send([&] {
+    st = (*sender)->Send(3, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 10s);
   });
+  // The receiver counts a slot wait just before it blocks: from then on the Send cannot finish
+  // on its own, whatever the scheduler does.
+  const bool blocked = Eventually([&] { return (*receiver)->stats().slot_waits > waits_before; });
   const auto t0 = Clock::now();
-  Status st = (*sender)->Send(3, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 10s);
-  killer.join();
+  receiver->reset();  // the decode instance goes away mid-request
+  send.join();
+  const auto took = Clock::now() - t0;
+  ::close(holder);
+  ASSERT_TRUE(blocked) << "rank 0's slot request never waited";
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
-  EXPECT_LT(Clock::now() - t0, 5s) << "a dead receiver must not hold the sender until its deadline";
+  EXPECT_LT(took, 5s) << "a dead receiver must not hold the sender until its deadline";
   // The sender is broken now and says so at once.
   EXPECT_EQ((*sender)->Send(4, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 10s).code(),
             StatusCode::kUnavailable);
-}
-
-// Raw socket helpers for a misbehaving sender.
-int RawConnect(const std::string& address) {
-  auto a = transfer::ResolveTcpAddress(address);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (::connect(fd, a->get(), a->length) != 0) return -1;
-  return fd;
 }
 
 TEST(HandoffNetwork, FullLandingMakesSendersWaitNeverFail) {
@@ -174,18 +228,20 @@ TEST(HandoffNetwork, FullLandingMakesSendersWaitNeverFail) {
   auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
   ASSERT_TRUE(receiver.ok());
   ASSERT_TRUE((*receiver)->Expect(1, 0, 512, Targets(s)).ok());
-  // Another peer holds the only slot, then drops it into quarantine: the senders must wait.
-  const int fd = RawConnect((*receiver)->address());
-  const auto deadline = Clock::now() + 5s;
-  ASSERT_TRUE(ReceiveControl(fd, deadline).ok());
-  ControlMessage ask;
-  ask.type = ControlType::kSlotRequest;
-  ASSERT_TRUE(SendControl(fd, ask, deadline).ok());
-  ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
-  ::close(fd);
-  for (const Status& st : SendAllRanks((*receiver)->address(), s, 1)) ASSERT_TRUE(st.ok()) << st.ToString();
+  // Another peer holds the only slot: the senders must wait.
+  const int holder = HoldOneSlot((*receiver)->address());
+  ASSERT_GE(holder, 0);
+  std::vector<Status> results;
+  std::thread senders([&] { results = SendAllRanks((*receiver)->address(), s, 1); });
+  // Once every rank is waiting, the peer drops the slot into quarantine: the waiting senders
+  // must be woken when it comes back, not fail or sit out their request's timeout.
+  const uint64_t ranks = s.c.prefill.num_ranks();
+  const bool waited = Eventually([&] { return (*receiver)->stats().slot_waits >= ranks; });
+  ::close(holder);
+  senders.join();
+  ASSERT_TRUE(waited) << "not every sender had to wait";
+  for (const Status& st : results) ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_TRUE((*receiver)->Wait(1, Clock::now() + 10s).ok());
-  EXPECT_GT((*receiver)->stats().slot_waits, 0u);
 }
 
 TEST(HandoffNetwork, SenderLostMidRequestFailsTheRequestAndFreesItsSlot) {
@@ -286,6 +342,32 @@ TEST(HandoffNetwork, GarbageAndForgedPiecesNeverReachTheCache) {
   }
   EXPECT_EQ((*receiver)->Wait(8, Clock::now() + 5s).code(), StatusCode::kInternal);
   EXPECT_EQ(s.decode[0].planes(), before) << "no byte of a refused piece may reach the decode cache";
+}
+
+TEST(HandoffNetwork, DeviceTargetWithoutThatGpuIsRefusedAndHostTargetsStillWork) {
+  HostScenario s = FixedScenario();
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, {});
+  ASSERT_TRUE(receiver.ok());
+  // Without CUDA (or a GPU) device 0 does not exist either; past the last device never does.
+  const int devices = HandoffCudaDeviceCount();
+  for (int device : {0, devices, devices + 1000}) {
+    if (device < devices) continue;
+    std::vector<DecodeTarget> targets = Targets(s);
+    targets[1].cuda_device = device;
+    const Status st = (*receiver)->Expect(10, 0, 512, targets);
+    EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+    EXPECT_NE(st.message().find("decode rank 1"), std::string::npos) << st.ToString();
+  }
+  std::vector<DecodeTarget> bad = Targets(s);
+  bad[0].cuda_device = -2;
+  EXPECT_EQ((*receiver)->Expect(10, 0, 512, bad).code(), StatusCode::kInvalidArgument);
+  // Nothing was expected: the id is free, and host targets hand off as before.
+  EXPECT_EQ((*receiver)->Poll(10)->code(), StatusCode::kNotFound);
+  const auto want = testing::ExpectedDecodePlanes(s);
+  ASSERT_TRUE((*receiver)->Expect(10, 0, 512, Targets(s)).ok());
+  for (const Status& st : SendAllRanks((*receiver)->address(), s, 10)) ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE((*receiver)->Wait(10, Clock::now() + 10s).ok());
+  for (size_t d = 0; d < s.decode.size(); ++d) EXPECT_EQ(s.decode[d].planes(), want[d]) << "decode rank " << d;
 }
 
 TEST(HandoffNetwork, RequestNotReadyInTimeTimesOut) {

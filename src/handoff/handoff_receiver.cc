@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 #include <xxhash.h>
 
+#include "handoff/device_scatter.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_plan.h"
@@ -35,11 +37,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kIdle = std::chrono::hours(24);          // a connection may sit idle this long
 constexpr auto kReplyTimeout = std::chrono::seconds(10);  // a reply the sender does not read
+// Bounce slots per GPU: two let one request's copy overlap another's scatter (the pieces of one
+// request are scattered one at a time, under its lock).
+constexpr uint32_t kDeviceBounceSlots = 2;
 
 struct Request {
   uint64_t id = 0;
   HandoffPlan plan;
   std::vector<DecodeTarget> targets;
+  // Per decode rank whose cache is device memory: the table uploaded to its GPU and that GPU's
+  // scatter (owned by the receiver). Null for host caches.
+  std::vector<std::unique_ptr<DeviceKvTable>> device_tables;
+  std::vector<DeviceScatter*> device_scatters;
   Clock::time_point deadline;
 
   std::mutex mu;  // guards the rest; held while scattering into the targets
@@ -67,6 +76,13 @@ struct HandoffReceiver::Impl {
   uint64_t segment_id = 0;
   std::unique_ptr<transfer::MemfdRegion> landing;
   std::unique_ptr<transfer::SegmentServer> data_server;
+  // Decode caches in device memory: one scatter per GPU, made by the first Expect naming it, and
+  // the landing segment page-locked then (if that fails, copies still work, more slowly).
+  // Declared after `landing`: unregistered before it is unmapped.
+  std::mutex device_mu;  // guards these three; taken alone (never with mu or a request's mu)
+  std::map<int, std::unique_ptr<DeviceScatter>> device_scatters;  // never erased: pointers stay valid
+  std::unique_ptr<PinnedHostRange> pinned_landing;
+  bool pin_tried = false;
   transfer::UniqueFd listener;
   std::string address;
   std::thread acceptor;
@@ -92,6 +108,8 @@ struct HandoffReceiver::Impl {
   void Fail(Request& r, Status why);  // REQUIRES: r.mu held
   // REQUIRES: mu held. Moves quarantined slots whose time has come back to the free list.
   void ReleaseQuarantined();
+  // The scatter for GPU `device`, made on first use. UNAVAILABLE without CUDA or that device.
+  Result<DeviceScatter*> DeviceScatterFor(int device);
 };
 
 Result<std::unique_ptr<HandoffReceiver>> HandoffReceiver::Start(PrefillLayout prefill, DecodeLayout decode,
@@ -158,6 +176,9 @@ HandoffReceiver::~HandoffReceiver() {
   // No new connection threads once the acceptor is gone.
   for (std::thread& t : impl_->connections) t.join();
   impl_->data_server->Stop();
+  // No copy reads the landing segment any more (scatters ran on the connection threads).
+  std::lock_guard<std::mutex> lock(impl_->device_mu);
+  impl_->pinned_landing.reset();
 }
 
 std::string HandoffReceiver::address() const { return impl_->address; }
@@ -236,12 +257,17 @@ void HandoffReceiver::Impl::Serve(int fd) {
     std::lock_guard<std::mutex> lock(part.request->mu);
     Fail(*part.request, Unavailable(fmt::format("prefill rank {}'s connection was lost mid-request", part.rank)));
   }
-  std::lock_guard<std::mutex> lock(mu);
-  // A write its sender already queued may still land in these slots: not reused for a while.
-  for (uint64_t slot : held) quarantined.emplace_back(Clock::now() + options.slot_quarantine, slot);
-  open_fds.erase(fd);
-  ::close(fd);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    // A write its sender already queued may still land in these slots: not reused for a while.
+    for (uint64_t slot : held) quarantined.emplace_back(Clock::now() + options.slot_quarantine, slot);
+    open_fds.erase(fd);
+    ::close(fd);
+  }
   changed.notify_all();
+  // A slot request already waiting chose its wake-up time when nothing was quarantined (these
+  // slots were held): wake it so it waits for the quarantine's end, not its whole request_timeout.
+  if (!held.empty()) slot_freed.notify_all();
 }
 
 Status HandoffReceiver::Impl::Begin(const ControlMessage& m, std::vector<Part>& parts) {
@@ -330,7 +356,11 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
           Fail(r, Internal(fmt::format("request {}: piece {} of pair ({}, {}) failed its checksum", r.id, m.c,
                                        part->rank, d)));
         } else {
-          Status scattered = ScatterCpu(pair, bytes, *r.targets[d].cache, r.targets[d].table, &piece);
+          // A device scatter returns only once the piece is in the GPU cache: counted as
+          // landed, and its slot freed, only after that.
+          Status scattered =
+              r.device_tables[d] ? r.device_scatters[d]->ScatterPiece(pair, piece, bytes, *r.device_tables[d])
+                                 : ScatterCpu(pair, bytes, *r.targets[d].cache, r.targets[d].table, &piece);
           if (scattered.ok()) {
             r.landed[pair_index][m.c] = true;
             --r.pieces_left;
@@ -403,6 +433,29 @@ Status HandoffReceiver::Expect(uint64_t request_id, uint64_t first_token, uint64
     r->landed[i].assign(pair.writes.size(), false);
     r->pieces_left += pair.writes.size();
   }
+  r->device_tables.resize(r->targets.size());
+  r->device_scatters.assign(r->targets.size(), nullptr);
+  for (uint32_t d = 0; d < r->targets.size(); ++d) {
+    const DecodeTarget& t = r->targets[d];
+    if (t.cuda_device == -1) continue;
+    if (t.cuda_device < -1) {
+      return InvalidArgument(fmt::format("request {} decode rank {}: cuda_device {} (use -1 for host memory)",
+                                         request_id, d, t.cuda_device));
+    }
+    auto scatter = impl.DeviceScatterFor(t.cuda_device);
+    if (!scatter.ok()) {
+      return Status(scatter.status().code(), fmt::format("request {} decode rank {}: {}", request_id, d,
+                                                         scatter.status().message()));
+    }
+    // Also checks that the planes are memory of that GPU.
+    auto table = DeviceKvTable::Upload(*t.cache, t.table, t.cuda_device);
+    if (!table.ok()) {
+      return Status(table.status().code(), fmt::format("request {} decode rank {}: {}", request_id, d,
+                                                       table.status().message()));
+    }
+    r->device_tables[d] = std::move(table).value();
+    r->device_scatters[d] = *scatter;
+  }
   std::lock_guard<std::mutex> lock(impl.mu);
   if (!impl.requests.emplace(request_id, std::move(r)).second) {
     return AlreadyExists(fmt::format("request {} is already expected", request_id));
@@ -457,6 +510,27 @@ void HandoffReceiver::Cancel(uint64_t request_id) {
   keep->closed = true;
   ++impl.stats.failed_requests;
   impl.requests.erase(it);
+}
+
+Result<DeviceScatter*> HandoffReceiver::Impl::DeviceScatterFor(int device) {
+  std::lock_guard<std::mutex> lock(device_mu);
+  auto it = device_scatters.find(device);
+  if (it != device_scatters.end()) return it->second.get();
+  auto scatter = DeviceScatter::Create(device, options.max_write_bytes, kDeviceBounceSlots);
+  if (!scatter.ok()) return scatter.status();
+  if (!pin_tried) {  // once: the registration is portable, every GPU's copies DMA from it
+    pin_tried = true;
+    auto pinned = PinnedHostRange::Register(landing->data(), landing->size());
+    if (pinned.ok()) {
+      pinned_landing = std::move(pinned).value();
+    } else {
+      spdlog::warn("handoff receiver: landing segment not page-locked, host -> device copies will be slower: {}",
+                   pinned.status().ToString());
+    }
+  }
+  DeviceScatter* raw = scatter->get();
+  device_scatters.emplace(device, std::move(scatter).value());
+  return raw;
 }
 
 HandoffReceiverStats HandoffReceiver::stats() const {

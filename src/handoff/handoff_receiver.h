@@ -9,6 +9,13 @@
 // piece's xxh3 checksum, scatters it into the decode cache, and frees the slot. Poll says OK
 // only once every prefill rank's every piece is scattered: then the request is ready.
 //
+// A decode cache may be host memory (scattered by the CPU) or CUDA device memory
+// (DecodeTarget::cuda_device): then each checked piece is copied into a bounce slot on that GPU
+// and scattered there by a kernel (DeviceScatter), and the slot is freed only once the kernel
+// has finished, so "ready" means the bytes are in the GPU cache. The first request for a GPU
+// allocates its bounce slots (2 × max_write_bytes) and page-locks the landing segment, so the
+// copies are DMA; host-only receivers never touch CUDA.
+//
 // Bounded memory: the landing segment holds landing_bytes / max_write_bytes slots, reused.
 // When none is free a slot request waits (back-pressure reaches the sender), it never fails
 // unless the request's own time runs out.
@@ -50,6 +57,8 @@ struct HandoffReceiverOptions {
 struct DecodeTarget {
   const PagedKvCache* cache = nullptr;
   std::vector<BlockId> table;
+  // -1: the cache's planes are host memory. Otherwise the CUDA device whose memory they are.
+  int cuda_device = -1;
 };
 
 struct HandoffReceiverStats {
@@ -74,9 +83,11 @@ class HandoffReceiver {
   std::string address() const;
 
   // Expects tokens [first_token, end_token) of request `request_id`. INVALID_ARGUMENT for a
-  // target count other than the DCP ranks or a block table that does not cover the rank's
-  // tokens; ALREADY_EXISTS while the id is in flight. REQUIRES: the caches outlive the
-  // request (until Poll answers or Cancel returns).
+  // target count other than the DCP ranks, a block table that does not cover the rank's
+  // tokens, a cuda_device below -1, or a device target whose planes are not that GPU's memory;
+  // UNAVAILABLE for a device target without CUDA (built without KVPOOL_CUDA, no such device);
+  // ALREADY_EXISTS while the id is in flight. On any error nothing is expected. REQUIRES: the
+  // caches outlive the request (until Poll answers or Cancel returns).
   Status Expect(uint64_t request_id, uint64_t first_token, uint64_t end_token, std::vector<DecodeTarget> targets);
   // nullopt while in flight; else OK (ready) or why not. Answers once, then forgets the id.
   // Unknown ids: NOT_FOUND.
