@@ -49,6 +49,7 @@ struct ReplayFlags {
   int warmup = 2;
   uint64_t seed = 1;
   uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
+  uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
 };
 
 Result<std::vector<int>> ParseSessions(const std::string& text) {
@@ -90,6 +91,8 @@ int RunReplayCommand(const ReplayFlags& f) {
   geometry->servers = f.servers;
   if (f.prefill_cache_tokens) geometry->prefill_cache_tokens = f.prefill_cache_tokens;
   if (f.decode_kv_tokens) geometry->decode_kv_tokens = f.decode_kv_tokens;
+  if (f.decode_dcp) geometry->decode_dcp_ranks = f.decode_dcp;
+  if (f.dcp_interleave) geometry->decode_dcp_interleave = f.dcp_interleave;
   if (f.pool_tokens) geometry->pool_tokens = f.pool_tokens;
 
   trace::Corpus corpus;
@@ -228,6 +231,13 @@ void AddReplayCommand(CLI::App& app) {
   auto* caps = cmd->add_option_group("capacity overrides (tokens)");
   caps->add_option("--prefill-cache-tokens", f.prefill_cache_tokens, "GPU prefix cache per prefill instance");
   caps->add_option("--decode-kv-tokens", f.decode_kv_tokens, "KV tokens per decode instance (admission gate)");
+  cmd->add_option("--decode-dcp", f.decode_dcp,
+                  "decode context-parallel ranks per decode instance (default 4: TP4+DCP4); each holds every layer of "
+                  "its share of the tokens")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--dcp-interleave", f.dcp_interleave,
+                  "tokens in a row per DCP rank (default 1: token g on rank g mod ranks)")
+      ->check(CLI::Range(1, 1 << 20));
   caps->add_option("--pool-tokens", f.pool_tokens, "pool capacity");
   cmd->callback([] { ExitCode() = RunReplayCommand(f); });
 }

@@ -7,23 +7,24 @@
 namespace kvpool::replay {
 namespace {
 
-Status CheckRequest(const KvHandoffRequest& r) {
-  if (r.decode_cache == nullptr || r.stage_caches.size() != r.stage_first_layers.size() ||
-      r.stage_caches.size() != r.stage_block_tables.size()) {
-    return InvalidArgument("handoff: stages, first layers and block tables must match one to one");
-  }
-  const connector::PagedKvLayout& d = r.decode_cache->layout;
-  if (r.decode_block_table.size() * d.block_tokens < r.tokens) {
-    return InvalidArgument(fmt::format("handoff: decode block table covers {} of {} tokens",
-                                       r.decode_block_table.size() * d.block_tokens, r.tokens));
+// Layouts compatible (ValidateHandoffLayouts) and every table long enough for its tokens.
+Status CheckRequest(const KvHandoffRequest& r, const KvHandoffLayouts& layouts) {
+  KVPOOL_RETURN_IF_ERROR(handoff::ValidateHandoffLayouts(layouts.prefill, layouts.decode));
+  const handoff::DcpTokenMap map = layouts.decode.token_map();
+  for (size_t d = 0; d < r.decode_caches.size(); ++d) {
+    const connector::PagedKvLayout& l = r.decode_caches[d]->layout;
+    if (l.kind != layouts.decode.kind || l.num_layers != layouts.decode.num_layers ||
+        l.bytes_per_token_per_layer != layouts.decode.bytes_per_token_per_layer) {
+      return InvalidArgument(fmt::format("handoff: decode rank {} has another layout than rank 0", d));
+    }
+    const uint64_t held = map.CountBelow(static_cast<uint32_t>(d), r.tokens);
+    if (r.decode_block_tables[d].size() * l.block_tokens < held) {
+      return InvalidArgument(fmt::format("handoff: decode rank {} block table covers {} of its {} tokens", d,
+                                         r.decode_block_tables[d].size() * l.block_tokens, held));
+    }
   }
   for (size_t s = 0; s < r.stage_caches.size(); ++s) {
-    const connector::PagedKvLayout& p = r.stage_caches[s]->layout;
-    if (p.kind != d.kind || p.bytes_per_token_per_layer != d.bytes_per_token_per_layer ||
-        r.stage_first_layers[s] + p.num_layers > d.num_layers) {
-      return InvalidArgument(fmt::format("handoff: stage {} does not fit the decode layout", s));
-    }
-    if (r.stage_block_tables[s].size() * p.block_tokens < r.tokens) {
+    if (r.stage_block_tables[s].size() * r.stage_caches[s]->layout.block_tokens < r.tokens) {
       return InvalidArgument(fmt::format("handoff: stage {} block table covers too few tokens", s));
     }
   }
@@ -33,22 +34,25 @@ Status CheckRequest(const KvHandoffRequest& r) {
 class CpuKvHandoff final : public KvHandoff {
  public:
   Result<uint64_t> Transfer(const KvHandoffRequest& r) override {
-    KVPOOL_RETURN_IF_ERROR(CheckRequest(r));
-    uint64_t bytes = 0;
+    auto layouts = HandoffLayoutsOf(r);
+    if (!layouts.ok()) return layouts.status();
+    KVPOOL_RETURN_IF_ERROR(CheckRequest(r, *layouts));
+    const handoff::DcpTokenMap map = layouts->decode.token_map();
     for (size_t s = 0; s < r.stage_caches.size(); ++s) {
       const connector::PagedKvCache& src = *r.stage_caches[s];
       const uint32_t entry = src.layout.plane_token_bytes();
       for (uint32_t layer = 0; layer < src.layout.num_layers; ++layer) {
         for (uint32_t plane = 0; plane < src.layout.planes_per_layer(); ++plane) {
           for (uint64_t t = 0; t < r.tokens; ++t) {
-            std::memcpy(r.decode_cache->TokenAddress(r.decode_block_table, r.stage_first_layers[s] + layer, plane, t),
+            const uint32_t rank = map.Owner(t);
+            std::memcpy(r.decode_caches[rank]->TokenAddress(r.decode_block_tables[rank],
+                                                            r.stage_first_layers[s] + layer, plane, map.Local(t)),
                         src.TokenAddress(r.stage_block_tables[s], layer, plane, t), entry);
           }
-          bytes += r.tokens * entry;
         }
       }
     }
-    return bytes;
+    return layouts->bytes;
   }
   const char* name() const override { return "cpu"; }
 };

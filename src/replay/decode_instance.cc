@@ -19,20 +19,44 @@ connector::PagedKvLayout DecodeLayout(const connector::KvModelSpec& spec) {
 DecodeInstance::DecodeInstance(int index, const DeploymentContext& ctx)
     : index_(index),
       ctx_(ctx),
-      gate_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens * ctx.geometry->spec.block_tokens),
-      blocks_(ctx.geometry->decode_kv_tokens / ctx.geometry->spec.block_tokens) {}
+      token_map_{ctx.geometry->decode_dcp_ranks, ctx.geometry->decode_dcp_interleave},
+      blocks_per_rank_(ctx.geometry->decode_kv_tokens / ctx.geometry->decode_dcp_ranks /
+                       ctx.geometry->spec.block_tokens),
+      gate_(blocks_per_rank_ * ctx.geometry->spec.block_tokens * ctx.geometry->decode_dcp_ranks) {}
 
 Result<std::unique_ptr<DecodeInstance>> DecodeInstance::Create(int index, const DeploymentContext& ctx) {
   std::unique_ptr<DecodeInstance> d(new DecodeInstance(index, ctx));
-  auto memory = NewKvCacheMemory(DecodeLayout(ctx.ns->spec()), d->blocks_.num_blocks(), ctx.devices.Decode(index));
-  if (!memory.ok()) return memory.status();
-  d->cache_ = std::move(memory).value();
+  for (uint32_t r = 0; r < d->token_map_.ranks; ++r) {
+    auto memory = NewKvCacheMemory(DecodeLayout(ctx.ns->spec()), d->blocks_per_rank_,
+                                   ctx.devices.DecodeRank(index, r, d->token_map_.ranks));
+    if (!memory.ok()) return memory.status();
+    d->ranks_.push_back({std::move(memory).value(), std::make_unique<GpuPrefixCache>(d->blocks_per_rank_)});
+  }
   return d;
 }
 
-Result<std::vector<connector::BlockId>> DecodeInstance::AllocateBlocks(uint64_t tokens) {
+uint64_t DecodeInstance::GateTokens(uint64_t tokens) const {
   const uint32_t block = ctx_.geometry->spec.block_tokens;
-  return blocks_.AllocateBlocks((tokens + block - 1) / block);
+  const uint64_t fullest = token_map_.CountBelow(0, tokens);  // rank 0 holds the most
+  return (fullest + block - 1) / block * block * token_map_.ranks;
+}
+
+Result<std::vector<std::vector<connector::BlockId>>> DecodeInstance::AllocateBlocks(uint64_t tokens) {
+  const uint32_t block = ctx_.geometry->spec.block_tokens;
+  std::vector<std::vector<connector::BlockId>> tables;
+  for (uint32_t r = 0; r < token_map_.ranks; ++r) {
+    auto blocks = ranks_[r].blocks->AllocateBlocks((token_map_.CountBelow(r, tokens) + block - 1) / block);
+    if (!blocks.ok()) {
+      ReleaseBlocks(tables);
+      return blocks.status();
+    }
+    tables.push_back(std::move(blocks).value());
+  }
+  return tables;
+}
+
+void DecodeInstance::ReleaseBlocks(const std::vector<std::vector<connector::BlockId>>& tables) {
+  for (size_t r = 0; r < tables.size(); ++r) ranks_[r].blocks->Release(tables[r]);
 }
 
 void DecodeInstance::NoteUtilisation() {
@@ -81,7 +105,7 @@ void DecodeInstance::Step() {
     running_ = std::move(still);
     for (InFlightRequest* r : done) {
       r->record.finish_s = ctx_.sim->now();
-      blocks_.Release(r->decode_blocks);
+      ReleaseBlocks(r->decode_blocks);
       r->decode_blocks.clear();
       on_finished(r);
     }

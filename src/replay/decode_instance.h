@@ -1,7 +1,8 @@
-// DecodeInstance: one decode instance — its KV admission gate, a paged cache holding every
-// layer of the requests it decodes (host memory, or a GPU's with --gpu), and continuous batching: each emulated
-// step produces one token for every running request; requests that arrive mid-step join
-// the next one; a request leaves after its pinned output length.
+// DecodeInstance: one decode instance — its KV admission gate, a paged cache per DCP rank
+// holding every layer of that rank's tokens of the requests it decodes (host memory, or a GPU's
+// with --gpu; ModelGeometry says which tokens), and continuous batching: each emulated step
+// produces one token for every running request; requests that arrive mid-step join the next
+// one; a request leaves after its pinned output length.
 // Single-threaded (the event loop).
 #pragma once
 
@@ -33,12 +34,18 @@ class DecodeInstance {
 
   KvAdmissionGate& gate() { return gate_; }
   const KvAdmissionGate& gate() const { return gate_; }
-  const connector::PagedKvCache& cache() const { return cache_->cache(); }
-  KvCacheMemory& cache_memory() { return *cache_; }
-  // Blocks for a request's prompt. Cannot fail for requests the gate admitted: the gate
-  // reserves whole blocks of prompt + output.
-  Result<std::vector<connector::BlockId>> AllocateBlocks(uint64_t tokens);
-  void ReleaseBlocks(const std::vector<connector::BlockId>& blocks) { blocks_.Release(blocks); }
+  // The DCP ranks' caches, in rank order, and which tokens each holds.
+  uint32_t dcp_ranks() const { return static_cast<uint32_t>(ranks_.size()); }
+  KvCacheMemory& rank_memory(uint32_t rank) { return *ranks_[rank].memory; }
+  CacheTokens rank_tokens(uint32_t rank) const { return {token_map_, rank}; }
+  const handoff::DcpTokenMap& token_map() const { return token_map_; }
+  // Gate tokens for a request of `tokens` prompt + output tokens: what its fullest rank needs,
+  // in whole blocks, on every rank — so no rank can run out while the gate has room.
+  uint64_t GateTokens(uint64_t tokens) const;
+  // Block tables (one per rank) for a request's prompt. Cannot fail for requests the gate
+  // admitted (GateTokens).
+  Result<std::vector<std::vector<connector::BlockId>>> AllocateBlocks(uint64_t tokens);
+  void ReleaseBlocks(const std::vector<std::vector<connector::BlockId>>& tables);
   // Starts decoding `r` (its first token already came from prefill).
   void Add(InFlightRequest* r);
 
@@ -55,11 +62,16 @@ class DecodeInstance {
   DecodeInstance(int index, const DeploymentContext& ctx);
   void Step();
 
+  struct Rank {
+    std::unique_ptr<KvCacheMemory> memory;
+    std::unique_ptr<GpuPrefixCache> blocks;  // a plain allocator: decode never shares blocks
+  };
   const int index_;
   const DeploymentContext ctx_;
-  KvAdmissionGate gate_;
-  std::unique_ptr<KvCacheMemory> cache_;
-  GpuPrefixCache blocks_;  // used as a plain allocator: decode never shares blocks
+  const handoff::DcpTokenMap token_map_;
+  const uint64_t blocks_per_rank_;
+  KvAdmissionGate gate_;  // capacity: every rank's blocks
+  std::vector<Rank> ranks_;
   std::vector<InFlightRequest*> running_;
   bool stepping_ = false;
   uint64_t steps_ = 0;

@@ -77,8 +77,7 @@ void Deployment::Submit(DeploymentRequest request, std::function<void(const Requ
   }
   DecodeInstance* best = decode_[pick].get();
   r->record.decode_instance = pick;
-  const uint32_t block = ns_->spec().block_tokens;
-  r->gate_tokens = (r->tokens.size() + r->record.output_tokens + block - 1) / block * block;
+  r->gate_tokens = best->GateTokens(r->tokens.size() + r->record.output_tokens);
   if (r->gate_tokens > best->gate().capacity()) {
     return Fail(r, fmt::format("{} prompt + output tokens exceed a decode instance's {} KV tokens", r->gate_tokens,
                                best->gate().capacity()));
@@ -128,15 +127,21 @@ void Deployment::HandOff(InFlightRequest* r) {
     h.stage_first_layers.push_back(spec.first_layer(s));
     h.stage_block_tables.push_back(r->prefill_blocks);
   }
-  h.decode_cache = &d.cache();
-  h.decode_block_table = r->decode_blocks;
-  h.decode_device = d.cache_memory().cuda_device();
+  for (uint32_t rank = 0; rank < d.dcp_ranks(); ++rank) {
+    h.decode_caches.push_back(&d.rank_memory(rank).cache());
+    h.decode_block_tables.push_back(r->decode_blocks[rank]);
+    if (options_.devices.on_device()) h.decode_devices.push_back(d.rank_memory(rank).cuda_device());
+  }
+  h.decode_interleave = d.token_map().interleave;
   Result<uint64_t> moved = handoff_->Transfer(h);
   p.Release(r);
   if (!moved.ok()) return Fail(r, "handoff: " + moved.status().ToString());
   r->record.handoff_bytes = *moved;
-  r->record.verification_errors +=
-      CountKvMismatchesOrOne(d.cache_memory(), r->decode_blocks, 0, r->block_keys, 0, r->tokens.size());
+  for (uint32_t rank = 0; rank < d.dcp_ranks(); ++rank) {
+    r->record.verification_errors +=
+        CountKvMismatchesOrOne(d.rank_memory(rank), r->decode_blocks[rank], 0, r->block_keys, 0,
+                               d.token_map().CountBelow(rank, r->tokens.size()), d.rank_tokens(rank));
+  }
   r->record.handoff_real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r->record.handoff_s = cost_->HandoffSeconds(r->tokens.size());
   const uint64_t id = r->record.request_id;

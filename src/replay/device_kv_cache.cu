@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "replay/device_kv_cache.h"
-#include "replay/kv_pattern_word.h"
+#include "replay/kv_pattern.h"
 
 namespace kvpool::replay {
 namespace {
@@ -23,12 +23,14 @@ Status CudaError(cudaError_t e, const std::string& what) {
   return e == cudaErrorMemoryAllocation ? NoSpace(m) : Internal(m);
 }
 
-// Everything a kernel needs to find (token, layer, plane) of tokens [begin, end).
+// Everything a kernel needs to find (token, layer, plane) of local tokens [begin, end).
 struct PatternArgs {
   std::byte* const* plane_bases;  // device array, one per plane
-  const BlockId* blocks;          // device: block ids of blocks first_block, first_block + 1, ...
-  const uint64_t* keys;           // device: their block keys
+  const BlockId* blocks;          // device: ids of the cache's blocks first_block, first_block + 1, ...
+  const uint64_t* keys;           // device: keys of the global blocks first_key, first_key + 1, ...
+  CacheTokens cache_tokens;       // local -> global token
   uint64_t first_block;
+  uint64_t first_key;
   uint64_t begin;
   uint64_t tokens;  // end - begin
   uint64_t block_stride;
@@ -43,13 +45,14 @@ struct PatternArgs {
 // Entry e = plane_index * tokens + token offset: neighbouring threads touch neighbouring bytes.
 __device__ std::byte* EntryAddress(const PatternArgs& a, uint64_t e, uint64_t* seed) {
   const uint64_t plane_index = e / a.tokens;
-  const uint64_t token = a.begin + e % a.tokens;
-  const uint64_t block = token / a.block_tokens;
+  const uint64_t local = a.begin + e % a.tokens;
+  const uint64_t global = a.cache_tokens.Global(local);
   const uint32_t layer = static_cast<uint32_t>(plane_index / a.planes_per_layer);
   const uint32_t plane = static_cast<uint32_t>(plane_index % a.planes_per_layer);
-  *seed = KvEntrySeed(a.keys[block - a.first_block], a.first_layer + layer, plane, token);
-  return a.plane_bases[plane_index] + static_cast<uint64_t>(a.blocks[block - a.first_block]) * a.block_stride +
-         (token % a.block_tokens) * a.token_bytes;
+  *seed = KvEntrySeed(a.keys[global / a.block_tokens - a.first_key], a.first_layer + layer, plane, global);
+  return a.plane_bases[plane_index] +
+         static_cast<uint64_t>(a.blocks[local / a.block_tokens - a.first_block]) * a.block_stride +
+         (local % a.block_tokens) * a.token_bytes;
 }
 
 // One thread per 8-byte word of one entry.
@@ -127,7 +130,7 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
                  uint64_t begin, uint64_t end) override {
     if (begin >= end) return Status::Ok();
     PatternArgs a;
-    KVPOOL_RETURN_IF_ERROR(Prepare(block_table, first_layer, block_keys, begin, end, &a));
+    KVPOOL_RETURN_IF_ERROR(Prepare(block_table, first_layer, block_keys, begin, end, CacheTokens{}, &a));
     const uint64_t threads = a.tokens * a.num_planes * a.words;
     const bool word_aligned = a.token_bytes % 8 == 0 && a.block_stride % 8 == 0;
     WritePattern<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream_>>>(a, word_aligned);
@@ -135,10 +138,11 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
   }
 
   Result<uint64_t> CountKvMismatches(std::span<const BlockId> block_table, uint32_t first_layer,
-                                     std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end) override {
+                                     std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end,
+                                     const CacheTokens& tokens) override {
     if (begin >= end) return uint64_t{0};
     PatternArgs a;
-    KVPOOL_RETURN_IF_ERROR(Prepare(block_table, first_layer, block_keys, begin, end, &a));
+    KVPOOL_RETURN_IF_ERROR(Prepare(block_table, first_layer, block_keys, begin, end, tokens, &a));
     auto* counter = reinterpret_cast<unsigned long long*>(scratch_);  // the scratch's first 8 bytes
     cudaError_t e = cudaMemsetAsync(counter, 0, sizeof(*counter), stream_);
     if (e != cudaSuccess) return CudaError(e, "clear counter");
@@ -155,13 +159,15 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
   // Checks the range against the table (a bad block id must never become a write outside the
   // cache), uploads the range's block ids and keys behind an 8-byte counter in the scratch.
   Status Prepare(std::span<const BlockId> block_table, uint32_t first_layer, std::span<const uint64_t> block_keys,
-                 uint64_t begin, uint64_t end, PatternArgs* a) {
+                 uint64_t begin, uint64_t end, const CacheTokens& tokens, PatternArgs* a) {
     const connector::PagedKvLayout& l = cache_.layout;
     const uint64_t first_block = begin / l.block_tokens, last_block = (end - 1) / l.block_tokens;
-    if (last_block >= block_table.size() || last_block >= block_keys.size()) {
+    // Global order follows local order, so the range's keys are one run too.
+    const uint64_t first_key = tokens.Global(begin) / l.block_tokens, last_key = tokens.Global(end - 1) / l.block_tokens;
+    if (last_block >= block_table.size() || last_key >= block_keys.size()) {
       return InvalidArgument("replay device cache: block table or keys shorter than the token range");
     }
-    const uint64_t n = last_block - first_block + 1;
+    const uint64_t n = last_block - first_block + 1, keys = last_key - first_key + 1;
     for (uint64_t b = first_block; b <= last_block; ++b) {
       if (block_table[b] < 0 || static_cast<uint64_t>(block_table[b]) >= cache_.num_blocks) {
         return InvalidArgument("replay device cache: block id " + std::to_string(block_table[b]) + " outside the cache");
@@ -169,7 +175,7 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
     }
     cudaError_t e = cudaSetDevice(device_);
     if (e != cudaSuccess) return CudaError(e, "set device");
-    const size_t keys_offset = 8, blocks_offset = keys_offset + n * sizeof(uint64_t);
+    const size_t keys_offset = 8, blocks_offset = keys_offset + keys * sizeof(uint64_t);
     const size_t need = blocks_offset + n * sizeof(BlockId);
     if (need > scratch_bytes_) {
       const size_t grown = std::max(need, 2 * scratch_bytes_);
@@ -180,7 +186,7 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
       scratch_bytes_ = grown;
     }
     auto* scratch = static_cast<std::byte*>(scratch_);
-    if ((e = cudaMemcpyAsync(scratch + keys_offset, block_keys.data() + first_block, n * sizeof(uint64_t),
+    if ((e = cudaMemcpyAsync(scratch + keys_offset, block_keys.data() + first_key, keys * sizeof(uint64_t),
                              cudaMemcpyHostToDevice, stream_)) != cudaSuccess ||
         (e = cudaMemcpyAsync(scratch + blocks_offset, block_table.data() + first_block, n * sizeof(BlockId),
                              cudaMemcpyHostToDevice, stream_)) != cudaSuccess) {
@@ -189,7 +195,9 @@ class DeviceKvCacheMemory final : public KvCacheMemory {
     *a = PatternArgs{plane_bases_,
                      reinterpret_cast<const BlockId*>(scratch + blocks_offset),
                      reinterpret_cast<const uint64_t*>(scratch + keys_offset),
+                     tokens,
                      first_block,
+                     first_key,
                      begin,
                      end - begin,
                      l.block_stride(),

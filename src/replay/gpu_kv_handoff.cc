@@ -1,7 +1,8 @@
 // The replay's GPU handoff (KVPOOL_CUDA; replay_no_cuda.cc otherwise): one HandoffPipeline per
-// (stage GPU, decode GPU) pair, made on first use and kept. Per request every stage's pipeline
-// gathers its layers into pieces of at most max_write_bytes, copies them to the decode GPU and
-// scatters them; Transfer waits on one completion event per stage.
+// (stage GPU, decode GPU) pair, made on first use and kept. Per request, for every stage and
+// every GPU holding decode DCP ranks, that pair's pipeline gathers the stage's layers of those
+// ranks' tokens into pieces of at most max_write_bytes, copies them over and scatters them;
+// Transfer waits on each pair's completion event.
 #include <cuda_runtime.h>
 
 #include <map>
@@ -28,7 +29,7 @@ class GpuKvHandoff final : public KvHandoff {
   Result<uint64_t> Transfer(const KvHandoffRequest& r) override {
     auto layouts = HandoffLayoutsOf(r);
     if (!layouts.ok()) return layouts.status();
-    if (r.stage_devices.size() != r.stage_caches.size() || r.decode_device < 0) {
+    if (r.stage_devices.size() != r.stage_caches.size() || r.decode_devices.size() != r.decode_caches.size()) {
       return InvalidArgument("gpu handoff: every cache must be in device memory");
     }
     if (r.tokens == 0) return uint64_t{0};
@@ -36,11 +37,18 @@ class GpuKvHandoff final : public KvHandoff {
     po.max_write_bytes = max_write_bytes_;
     auto plan = handoff::PlanHandoff(layouts->prefill, layouts->decode, 0, r.tokens, po);
     if (!plan.ok()) return plan.status();
-    auto decode = handoff::DeviceKvTable::Upload(*r.decode_cache, r.decode_block_table, r.decode_device);
-    if (!decode.ok()) return decode.status();
-    const handoff::DeviceKvTable* decode_tables[] = {decode->get()};
     // Uploaded tables must outlive the transfers they describe: kept until every event fired.
-    std::vector<std::unique_ptr<handoff::DeviceKvTable>> stage_tables;
+    std::vector<std::unique_ptr<handoff::DeviceKvTable>> decode_tables, stage_tables;
+    // Per decode GPU, its ranks' tables (null for ranks on other GPUs).
+    std::map<int, std::vector<const handoff::DeviceKvTable*>> by_device;
+    for (size_t d = 0; d < r.decode_caches.size(); ++d) {
+      auto table = handoff::DeviceKvTable::Upload(*r.decode_caches[d], r.decode_block_tables[d], r.decode_devices[d]);
+      if (!table.ok()) return table.status();
+      decode_tables.push_back(std::move(table).value());
+      auto& ranks = by_device[r.decode_devices[d]];
+      ranks.resize(r.decode_caches.size(), nullptr);
+      ranks[d] = decode_tables.back().get();
+    }
     std::vector<cudaEvent_t> pending;
     Status failed;
     for (uint32_t s = 0; s < r.stage_caches.size() && failed.ok(); ++s) {
@@ -50,13 +58,16 @@ class GpuKvHandoff final : public KvHandoff {
         break;
       }
       stage_tables.push_back(std::move(table).value());
-      auto link = LinkFor(r.stage_devices[s], r.decode_device);
-      if (!link.ok()) {
-        failed = link.status();
-        break;
+      for (const auto& [device, ranks] : by_device) {
+        auto link = LinkFor(r.stage_devices[s], device);
+        if (!link.ok()) {
+          failed = link.status();
+          break;
+        }
+        failed = link->first->Transfer(*plan, s, *stage_tables.back(), ranks, link->second);
+        if (!failed.ok()) break;
+        pending.push_back(link->second);
       }
-      failed = link->first->Transfer(*plan, s, *stage_tables.back(), decode_tables, link->second);
-      if (failed.ok()) pending.push_back(link->second);
     }
     // Wait for whatever was enqueued, even after a failure: nothing may still be writing into
     // decode's cache when the caller frees or reuses its blocks.

@@ -26,8 +26,8 @@ struct InFlightRequest {
   uint64_t compute_from = 0;  // first token prefill computes (after GPU cache and pool)
   uint64_t computed_until = 0;  // progress of chunked prefill
 
-  // Decode.
-  std::vector<connector::BlockId> decode_blocks;
+  // Decode: one block table per DCP rank, for the tokens that rank holds (empty when none held).
+  std::vector<std::vector<connector::BlockId>> decode_blocks;
   uint64_t generated = 0;  // output tokens so far (the first comes from prefill)
 };
 

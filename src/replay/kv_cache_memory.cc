@@ -20,8 +20,9 @@ class HostKvCacheMemory final : public KvCacheMemory {
     return Status();
   }
   Result<uint64_t> CountKvMismatches(std::span<const connector::BlockId> block_table, uint32_t first_layer,
-                                     std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end) override {
-    return replay::CountKvMismatches(host_.cache(), block_table, first_layer, block_keys, begin, end);
+                                     std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end,
+                                     const CacheTokens& tokens) override {
+    return replay::CountKvMismatches(host_.cache(), block_table, first_layer, block_keys, begin, end, tokens);
   }
 
  private:
@@ -32,8 +33,8 @@ class HostKvCacheMemory final : public KvCacheMemory {
 
 uint64_t CountKvMismatchesOrOne(KvCacheMemory& memory, std::span<const connector::BlockId> block_table,
                                 uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin,
-                                uint64_t end) {
-  auto mismatches = memory.CountKvMismatches(block_table, first_layer, block_keys, begin, end);
+                                uint64_t end, const CacheTokens& tokens) {
+  auto mismatches = memory.CountKvMismatches(block_table, first_layer, block_keys, begin, end, tokens);
   if (mismatches.ok()) return *mismatches;
   spdlog::error("verifying KV: {}", mismatches.status().ToString());
   return 1;

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "connector/paged_kv_layout.h"
+#include "replay/kv_pattern.h"
 
 namespace kvpool::replay {
 
@@ -27,15 +28,15 @@ class KvCacheMemory {
   virtual Status WriteKv(std::span<const connector::BlockId> block_table, uint32_t first_layer,
                          std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end) = 0;
   virtual Result<uint64_t> CountKvMismatches(std::span<const connector::BlockId> block_table, uint32_t first_layer,
-                                             std::span<const uint64_t> block_keys, uint64_t begin,
-                                             uint64_t end) = 0;
+                                             std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end,
+                                             const CacheTokens& tokens) = 0;
 };
 
 // CountKvMismatches, with a failure to check (a CUDA error, logged) counted as one mismatch: a
 // replay must never report bytes as verified that it could not read.
 uint64_t CountKvMismatchesOrOne(KvCacheMemory& memory, std::span<const connector::BlockId> block_table,
                                 uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin,
-                                uint64_t end);
+                                uint64_t end, const CacheTokens& tokens = {});
 
 // Zero-filled planes of `num_blocks` blocks each, in host memory (cuda_device < 0) or on that
 // device. UNAVAILABLE for a device when kvpool was built without KVPOOL_CUDA or the device is

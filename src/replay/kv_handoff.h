@@ -1,6 +1,6 @@
 // KvHandoff: moves one request's KV from the prefill instance (one paged cache per pipeline
-// stage, each holding its own layers of every token) into the decode instance's paged cache
-// (every layer), before the first decode step.
+// stage, each holding its own layers of every token) into the decode instance's paged caches
+// (one per DCP rank, each holding every layer of its tokens), before the first decode step.
 //
 // An interface so the real path — gather per destination GPU, large writes (<= 8 MiB) into a
 // landing buffer, scatter into decode's pages (src/handoff/) — can replace the CPU reference
@@ -27,15 +27,17 @@ struct KvHandoffRequest {
   std::vector<uint32_t> stage_first_layers;
   std::vector<std::span<const connector::BlockId>> stage_block_tables;
   std::vector<int> stage_devices;  // CUDA device of each stage's cache; empty: all in host memory
-  // Decode: one cache holding every layer (global layer l is its layer l).
-  const connector::PagedKvCache* decode_cache = nullptr;
-  std::span<const connector::BlockId> decode_block_table;
-  int decode_device = -1;  // CUDA device of the decode cache; -1: host memory
+  // Decode: one cache per DCP rank, each holding every layer (global layer l is its layer l) of
+  // the tokens handoff::DcpTokenMap{ranks, decode_interleave} gives it, with its block table.
+  std::vector<const connector::PagedKvCache*> decode_caches;
+  std::vector<std::span<const connector::BlockId>> decode_block_tables;
+  std::vector<int> decode_devices;  // CUDA device per rank; empty: all in host memory
+  uint32_t decode_interleave = 1;
 };
 
-// The request's two sides as src/handoff describes them (decode: one rank holding every
-// layer), and the bytes that move. INVALID_ARGUMENT when stages, first layers and tables do
-// not match one to one or the stages do not split the layers in order from layer 0.
+// The request's two sides as src/handoff describes them, and the bytes that move.
+// INVALID_ARGUMENT when stages, first layers and tables (or decode caches and tables) do not
+// match one to one or the stages do not split the layers in order from layer 0.
 struct KvHandoffLayouts {
   handoff::PrefillLayout prefill;
   handoff::DecodeLayout decode;

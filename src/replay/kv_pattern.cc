@@ -43,15 +43,17 @@ void WriteKv(const connector::PagedKvCache& cache, std::span<const connector::Bl
 }
 
 uint64_t CountKvMismatches(const connector::PagedKvCache& cache, std::span<const connector::BlockId> block_table,
-                           uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end) {
+                           uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end,
+                           const CacheTokens& tokens) {
   const connector::PagedKvLayout& l = cache.layout;
   std::vector<std::byte> expected(l.plane_token_bytes());
   uint64_t mismatches = 0;
   for (uint64_t t = begin; t < end; ++t) {
-    const uint64_t key = block_keys[t / l.block_tokens];
+    const uint64_t global = tokens.Global(t);
+    const uint64_t key = block_keys[global / l.block_tokens];
     for (uint32_t layer = 0; layer < l.num_layers; ++layer) {
       for (uint32_t plane = 0; plane < l.planes_per_layer(); ++plane) {
-        FillEntry(expected.data(), l.plane_token_bytes(), key, first_layer + layer, plane, t);
+        FillEntry(expected.data(), l.plane_token_bytes(), key, first_layer + layer, plane, global);
         if (std::memcmp(expected.data(), cache.TokenAddress(block_table, layer, plane, t), expected.size()) != 0) {
           ++mismatches;
         }

@@ -18,6 +18,7 @@
 
 #include "connector/chunk_keys.h"
 #include "connector/paged_kv_layout.h"
+#include "handoff/handoff_layouts.h"
 #include "replay/kv_pattern_word.h"
 
 namespace kvpool::replay {
@@ -31,8 +32,19 @@ std::vector<uint64_t> ChainBlockKeys(std::span<const connector::TokenId> tokens,
 void WriteKv(const connector::PagedKvCache& cache, std::span<const connector::BlockId> block_table,
              uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end);
 
-// Number of (token, layer) entries in [begin, end) whose bytes differ from WriteKv's.
+// Which of a sequence's tokens a cache holds, in its own (local) order: every token (the
+// default: local == global), or those of one decode DCP rank.
+struct CacheTokens {
+  handoff::DcpTokenMap map;
+  uint32_t rank = 0;
+
+  KVPOOL_HOST_DEVICE uint64_t Global(uint64_t local) const { return map.Global(rank, local); }
+};
+
+// Number of (token, layer, plane) entries among the cache's local tokens [begin, end) whose
+// bytes differ from what WriteKv writes for their global tokens (block_keys are per global block).
 uint64_t CountKvMismatches(const connector::PagedKvCache& cache, std::span<const connector::BlockId> block_table,
-                           uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end);
+                           uint32_t first_layer, std::span<const uint64_t> block_keys, uint64_t begin, uint64_t end,
+                           const CacheTokens& tokens = {});
 
 }  // namespace kvpool::replay

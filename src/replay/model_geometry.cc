@@ -63,7 +63,11 @@ Status ModelGeometry::Validate() const {
   if (servers < 1 || prefill_instances_per_server < 1 || decode_instances_per_server < 1) {
     return InvalidArgument(fmt::format("geometry {}: needs at least one server, prefill and decode instance", name));
   }
-  if (prefill_cache_tokens < 4 * uint64_t{spec.chunk_tokens} || decode_kv_tokens < spec.block_tokens ||
+  if (decode_dcp_ranks < 1 || decode_dcp_interleave < 1 || decode_dcp_ranks > 64) {
+    return InvalidArgument(fmt::format("geometry {}: decode DCP needs 1-64 ranks and an interleave >= 1", name));
+  }
+  if (prefill_cache_tokens < 4 * uint64_t{spec.chunk_tokens} ||
+      decode_kv_tokens < uint64_t{decode_dcp_ranks} * spec.block_tokens ||
       max_batched_tokens < spec.block_tokens) {
     return InvalidArgument(fmt::format("geometry {}: caches and batch budget are too small", name));
   }

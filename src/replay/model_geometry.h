@@ -35,9 +35,14 @@ struct ModelGeometry {
   int gpus_per_prefill_instance = 4;  // one per pipeline stage
   int decode_instances_per_server = 1;
   int gpus_per_decode_instance = 4;   // TP4 + DCP4
+  // Decode's context parallelism: DCP rank r of a decode instance holds token g, every layer,
+  // when (g / decode_dcp_interleave) % decode_dcp_ranks == r (handoff_layouts.h). Its TP ranks
+  // beyond DCP would hold copies of the same bytes and are not emulated.
+  uint32_t decode_dcp_ranks = 4;
+  uint32_t decode_dcp_interleave = 1;
 
   uint64_t prefill_cache_tokens = 0;  // GPU prefix cache of one prefill instance
-  uint64_t decode_kv_tokens = 0;      // KV one decode instance holds (the admission gate's bound)
+  uint64_t decode_kv_tokens = 0;      // KV one decode instance holds, all DCP ranks (the gate's bound)
   uint64_t pool_tokens = 0;           // the pool's capacity, whole chunks
   uint32_t max_batched_tokens = 8192;  // chunked-prefill budget per iteration
   int64_t max_context_tokens = 917'504;  // traces peaking above it are skipped

@@ -32,11 +32,14 @@ class NetworkKvHandoff final : public KvHandoff {
     const uint64_t bytes = layouts->bytes;
     if (r.tokens == 0) return uint64_t{0};
 
-    auto link = LinkFor(r.decode_cache, prefill, decode);
+    auto link = LinkFor(r.decode_caches[0], prefill, decode);
     if (!link.ok()) return link.status();
     handoff::HandoffReceiver& receiver = *(*link)->receiver;
     const auto deadline = Clock::now() + options_.timeout;
-    std::vector<handoff::DecodeTarget> targets{{r.decode_cache, {r.decode_block_table.begin(), r.decode_block_table.end()}}};
+    std::vector<handoff::DecodeTarget> targets;
+    for (size_t d = 0; d < r.decode_caches.size(); ++d) {
+      targets.push_back({r.decode_caches[d], {r.decode_block_tables[d].begin(), r.decode_block_tables[d].end()}});
+    }
     KVPOOL_RETURN_IF_ERROR(receiver.Expect(r.request_id, 0, r.tokens, std::move(targets)));
     std::vector<Status> sent(r.stage_caches.size());
     std::vector<std::thread> stages;
@@ -56,7 +59,7 @@ class NetworkKvHandoff final : public KvHandoff {
     receiver.Cancel(r.request_id);
     if (failed.code() == StatusCode::kUnavailable) {  // a broken link: the next request builds a new one
       std::lock_guard<std::mutex> lock(mu_);
-      links_.erase(r.decode_cache);
+      links_.erase(r.decode_caches[0]);
     }
     return failed;
   }
@@ -64,6 +67,7 @@ class NetworkKvHandoff final : public KvHandoff {
   const char* name() const override { return "network"; }
 
  private:
+  // Keyed by the decode instance's rank 0 cache.
   Result<Link*> LinkFor(const connector::PagedKvCache* decode_cache, const handoff::PrefillLayout& prefill,
                         const handoff::DecodeLayout& decode) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,5 +1,6 @@
 // `kvpool replay --gpu`'s pieces on a real GPU: the device pattern kernels write exactly the
-// bytes the CPU reference writes (and catch a corrupt byte), and a tiny replay with every cache in
+// bytes the CPU reference writes (and catch a corrupt byte; a DCP rank's cache verifies through
+// its token map), and a tiny replay (decode DCP4) with every cache in
 // device memory — CUDA packers restoring from and saving to the pool, the GPU handoff between
 // the prefill and decode GPUs — verifies every byte. Skips when no GPU is present.
 #include <cuda_runtime.h>
@@ -61,14 +62,37 @@ TEST_P(ReplayGpuPatternTest, DeviceKvEqualsTheCpuReference) {
               cudaSuccess);
     EXPECT_EQ(std::memcmp(copy.data(), host.cache().plane_bases[p], plane_bytes), 0) << "plane " << p;
   }
-  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens).value(), 0u);
-  EXPECT_EQ((*device)->CountKvMismatches(table, 6, keys, 0, tokens).value(), tokens * layout.num_planes());
+  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 0u);
+  EXPECT_EQ((*device)->CountKvMismatches(table, 6, keys, 0, tokens, {}).value(), tokens * layout.num_planes());
+
+  // A DCP rank's cache (rank 1 of 3, interleave 2: tokens 2-3, 8-9, ...) in its local order,
+  // built from the host cache and checked on the device through the local -> global map.
+  const CacheTokens rank1{handoff::DcpTokenMap{3, 2}, 1};
+  const uint64_t held = rank1.map.CountBelow(1, tokens);
+  HostKvCache rank_host(layout, num_blocks);
+  for (uint64_t j = 0; j < held; ++j) {
+    for (uint32_t l = 0; l < layout.num_layers; ++l) {
+      for (uint32_t p = 0; p < layout.planes_per_layer(); ++p) {
+        std::memcpy(rank_host.cache().TokenAddress(table, l, p, j), host.cache().TokenAddress(table, l, p, rank1.Global(j)),
+                    layout.plane_token_bytes());
+      }
+    }
+  }
+  auto rank_device = NewKvCacheMemory(layout, num_blocks, 0);
+  ASSERT_TRUE(rank_device.ok());
+  for (uint32_t p = 0; p < layout.num_planes(); ++p) {
+    ASSERT_EQ(cudaMemcpy((*rank_device)->cache().plane_bases[p], rank_host.cache().plane_bases[p], plane_bytes,
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  EXPECT_EQ((*rank_device)->CountKvMismatches(table, 5, keys, 0, held, rank1).value(), 0u);
+  EXPECT_GT((*rank_device)->CountKvMismatches(table, 5, keys, 0, held, {}).value(), 0u);
   // One corrupt byte in one (token, layer, plane) entry.
   std::byte* entry = host.cache().TokenAddress(table, 1, layout.planes_per_layer() - 1, 77);
   const std::byte wrong = entry[layout.plane_token_bytes() - 1] ^ std::byte{1};
   std::byte* device_entry = (*device)->cache().TokenAddress(table, 1, layout.planes_per_layer() - 1, 77);
   ASSERT_EQ(cudaMemcpy(device_entry + layout.plane_token_bytes() - 1, &wrong, 1, cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens).value(), 1u);
+  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 1u);
   // A block id outside the cache is refused before any kernel runs.
   std::vector<connector::BlockId> bad = table;
   bad[3] = static_cast<connector::BlockId>(num_blocks);
