@@ -14,49 +14,19 @@
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_copy_cuda.h"
 #include "handoff/test_handoff_caches.h"
+#include "device_cache.h"
 
 namespace kvpool::handoff {
 namespace {
 
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
-
-// A device twin of a HostCache: same layout, same block count, same bytes.
-struct DeviceCache {
-  int device = 0;
-  PagedKvCache cache;
-  std::vector<void*> allocs;
-  ~DeviceCache() {
-    cudaSetDevice(device);
-    for (void* p : allocs) cudaFree(p);
-  }
-};
-
-void Upload(const testing::HostCache& host, int device, DeviceCache& d) {
-  d.device = device;
-  d.cache = host.cache();
-  d.cache.plane_bases.clear();
-  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
-  for (const auto& plane : host.planes()) {
-    void* p = nullptr;
-    CUDA_OK(cudaMalloc(&p, plane.size()));
-    CUDA_OK(cudaMemcpy(p, plane.data(), plane.size(), cudaMemcpyHostToDevice));
-    d.allocs.push_back(p);
-    d.cache.plane_bases.push_back(static_cast<std::byte*>(p));
-  }
-}
+using testing::DeviceCache;
+using testing::ExpectSame;
+using testing::Upload;
 
 void Reset(const testing::HostCache& host, DeviceCache& d) {
   ASSERT_EQ(cudaSetDevice(d.device), cudaSuccess);
   for (size_t i = 0; i < host.planes().size(); ++i) {
     CUDA_OK(cudaMemcpy(d.allocs[i], host.planes()[i].data(), host.planes()[i].size(), cudaMemcpyHostToDevice));
-  }
-}
-
-void ExpectSame(const std::vector<std::vector<std::byte>>& want, DeviceCache& d, const std::string& what) {
-  for (size_t i = 0; i < want.size(); ++i) {
-    std::vector<std::byte> got(want[i].size());
-    CUDA_OK(cudaMemcpy(got.data(), d.allocs[i], got.size(), cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(got == want[i]) << what << ": plane " << i << " differs from the CPU reference";
   }
 }
 

@@ -18,6 +18,7 @@
 #include "handoff/handoff_receiver.h"
 #include "handoff/handoff_sender.h"
 #include "handoff/test_handoff_caches.h"
+#include "device_cache.h"
 
 namespace kvpool::handoff {
 namespace {
@@ -26,41 +27,9 @@ using namespace std::chrono_literals;
 using testing::HostScenario;
 using Clock = std::chrono::steady_clock;
 
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
-
-// A device twin of a HostCache: same layout and block count, starting with the same bytes.
-struct DeviceCache {
-  int device = 0;
-  PagedKvCache cache;
-  std::vector<void*> allocs;
-  ~DeviceCache() {
-    cudaSetDevice(device);
-    for (void* p : allocs) cudaFree(p);
-  }
-};
-
-void Upload(const testing::HostCache& host, int device, DeviceCache& d) {
-  d.device = device;
-  d.cache = host.cache();
-  d.cache.plane_bases.clear();
-  CUDA_OK(cudaSetDevice(device));
-  for (const auto& plane : host.planes()) {
-    void* p = nullptr;
-    CUDA_OK(cudaMalloc(&p, plane.size()));
-    CUDA_OK(cudaMemcpy(p, plane.data(), plane.size(), cudaMemcpyHostToDevice));
-    d.allocs.push_back(p);
-    d.cache.plane_bases.push_back(static_cast<std::byte*>(p));
-  }
-}
-
-void ExpectSame(const std::vector<std::vector<std::byte>>& want, const DeviceCache& d, const std::string& what) {
-  CUDA_OK(cudaSetDevice(d.device));
-  for (size_t i = 0; i < want.size(); ++i) {
-    std::vector<std::byte> got(want[i].size());
-    CUDA_OK(cudaMemcpy(got.data(), d.allocs[i], got.size(), cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(got == want[i]) << what << ": plane " << i << " differs from the CPU reference";
-  }
-}
+using testing::DeviceCache;
+using testing::ExpectSame;
+using testing::Upload;
 
 // A scenario whose decode caches are copied to GPUs (rank d on GPU d % gpus).
 struct GpuScenario {
