@@ -20,12 +20,10 @@
 // (c)'s bytes cut into (b)'s pieces and copied without kernels (what the write-size cap costs).
 //
 // Usage: handoff_bench [--json FILE] [--repeats N] [--per-token-repeats N] [--max-write-bytes B]
-//                      [--slots N] [--copy-streams N] [--kernel-blocks N] [--sweep]
-// --copy-streams: HandoffPipelineOptions::copy_streams (0, the default: one per slot); the
-// chunked copy row uses as many streams.
+//                      [--slots N] [--kernel-blocks N] [--sweep]
+// The chunked copy row uses one stream per slot, as the pipeline's copies do.
 // --sweep also times (b) for 2/3/4 slots x kernel grid caps 0/264/132/66 x 2/4/8/16 MiB writes
-// with one copy stream per slot (16 MiB: what the 8 MiB cap costs); at 8 MiB also 3/4 slots x
-// 1/2 copy streams x the same grid caps; and the chunked copies (no kernels) on 1-4 streams.
+// (16 MiB: what the 8 MiB cap costs), and the chunked copies (no kernels) on 1-4 streams.
 // The summary then names the fastest 8 MiB configuration (row best_8mib).
 #include <cuda_runtime.h>
 
@@ -124,7 +122,6 @@ int main(int argc, char** argv) {
   int repeats = 20, per_token_repeats = 3;
   uint64_t max_write = kDefaultMaxWriteBytes;
   uint32_t slots = 3;
-  uint32_t copy_streams = HandoffPipelineOptions{}.copy_streams;
   uint32_t kernel_blocks = HandoffPipelineOptions{}.kernel_blocks;
   bool do_sweep = false;
   for (int i = 1; i < argc; ++i) {
@@ -151,8 +148,6 @@ int main(int argc, char** argv) {
       kernel_blocks = static_cast<uint32_t>(std::max(0, std::atoi(value)));
     } else if (arg == "--slots") {
       slots = static_cast<uint32_t>(std::max(1, std::atoi(value)));
-    } else if (arg == "--copy-streams") {
-      copy_streams = static_cast<uint32_t>(std::max(0, std::atoi(value)));
     } else {
       std::fprintf(stderr, "handoff_bench: unknown option %s\n", arg.c_str());
       return 2;
@@ -230,10 +225,7 @@ int main(int argc, char** argv) {
   po.slots = slots;
   po.slot_bytes = max_write;
   po.kernel_blocks = kernel_blocks;
-  po.copy_streams = copy_streams;
-  // The pipeline's copy streams as a count (0 means one per slot).
-  auto streams_of = [](const HandoffPipelineOptions& o) { return o.copy_streams > 0 ? o.copy_streams : o.slots; };
-  const uint32_t main_streams = streams_of(po);
+  const uint32_t main_streams = slots;  // the pipeline's copy streams: one per slot
   auto pipe_or = HandoffPipeline::Create(P, D, po);  // also enables peer access both ways
   CHECK_OK(pipe_or.status());
   HandoffPipeline& pipe = **pipe_or;
@@ -331,8 +323,7 @@ int main(int argc, char** argv) {
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
     for (const HandoffWrite& w : plan.pair(stage, d).writes) piece_sizes.push_back(w.length);
   }
-  // Streams as the pipeline's copy streams (main_streams by default), on the prefill GPU; up to
-  // 4 for the sweep.
+  // As many streams as the pipeline's copy streams, on the prefill GPU; up to 4 for the sweep.
   const uint32_t max_chunk_streams = std::max(main_streams, 4u);
   std::vector<cudaStream_t> chunk_streams(max_chunk_streams);
   std::vector<cudaEvent_t> chunk_joins(max_chunk_streams);
@@ -421,9 +412,8 @@ int main(int argc, char** argv) {
 
   // --sweep: the pipelined path for other slot counts and write sizes (not verified again: the
   // same kernels and ordering, only the ring's size and the pieces differ).
-  // copy_streams is the count the pipeline used (one per slot when the option was 0).
   struct SweepRow {
-    uint32_t slots, copy_streams, kernel_blocks;
+    uint32_t slots, kernel_blocks;
     uint64_t max_write, writes;
     double ms;
   };
@@ -448,7 +438,7 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaEventElapsedTime(&ms, d0, d1));
         if (i > 0) t.push_back(ms);
       }
-      sweep.push_back({o.slots, streams_of(o), o.kernel_blocks, o.slot_bytes, sp.rank_writes(stage), Median(t)});
+      sweep.push_back({o.slots, o.kernel_blocks, o.slot_bytes, sp.rank_writes(stage), Median(t)});
     };
     for (uint64_t mw : {uint64_t{2} << 20, uint64_t{4} << 20, uint64_t{8} << 20, uint64_t{16} << 20}) {
       auto sp = PlanHandoff(prefill, decode, first, end, {.max_write_bytes = mw});
@@ -458,21 +448,9 @@ int main(int argc, char** argv) {
           HandoffPipelineOptions o;
           o.slots = n;
           o.slot_bytes = mw;
-          o.kernel_blocks = kb;  // copy_streams 0: one per slot
+          o.kernel_blocks = kb;
           time_pipeline(*sp, o);
         }
-      if (mw != uint64_t{8} << 20) continue;
-      // At the 8 MiB cap: fewer copy streams than slots (consecutive copies still alternate).
-      for (uint32_t n : {3u, 4u})
-        for (uint32_t cs : {1u, 2u})
-          for (uint32_t kb : {0u, 264u, 132u, 66u}) {
-            HandoffPipelineOptions o;
-            o.slots = n;
-            o.slot_bytes = mw;
-            o.copy_streams = cs;
-            o.kernel_blocks = kb;
-            time_pipeline(*sp, o);
-          }
     }
     for (uint32_t n = 1; n <= 4; ++n) {
       run_chunked_on(n);  // warm-up
@@ -512,7 +490,7 @@ int main(int argc, char** argv) {
   if (best8) {
     rows.push_back({"best_8mib",
                     "(b) best 8 MiB: " + std::to_string(best8->slots) + " slots, " +
-                        std::to_string(best8->copy_streams) + " cs, " + std::to_string(best8->kernel_blocks) + " blk",
+                        std::to_string(best8->kernel_blocks) + " kernel blocks",
                     best8->writes, best8->ms});
   }
 
@@ -525,17 +503,16 @@ int main(int argc, char** argv) {
   std::printf("(a)/(b) speedup:    %.1fx (target >= 50x) %s\n", speedup, speedup >= 50 ? "met" : "MISSED");
   if (best8) {
     const double best_ratio = gbps(best8->ms) / gbps(c_ms);
-    std::printf("best 8 MiB (sweep): %u slots, %u copy streams, kernel blocks %u: (b)/(c) %.2f (target >= 0.80) %s\n",
-                best8->slots, best8->copy_streams, best8->kernel_blocks, best_ratio, best_ratio >= 0.8 ? "met" : "MISSED");
+    std::printf("best 8 MiB (sweep): %u slots, kernel blocks %u: (b)/(c) %.2f (target >= 0.80) %s\n", best8->slots,
+                best8->kernel_blocks, best_ratio, best_ratio >= 0.8 ? "met" : "MISSED");
   }
 
   std::printf("result vs CPU reference: %s\n", verified ? "bytes equal" : "MISMATCH");
   if (!sweep.empty()) {
-    std::printf("\nsweep of (b): %6s %7s %7s %10s %8s %10s %8s %s\n", "slots", "copy st", "blocks", "max write",
-                "writes", "median ms", "GB/s", "vs (c)");
+    std::printf("\nsweep of (b): %6s %7s %10s %8s %10s %8s %s\n", "slots", "blocks", "max write", "writes",
+                "median ms", "GB/s", "vs (c)");
     for (const SweepRow& r : sweep) {
-      std::printf("              %6u %7u %7u %6.0f MiB %8llu %10.3f %8.1f %.2f\n", r.slots, r.copy_streams,
-                  r.kernel_blocks, r.max_write / 1048576.0, static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms),
+      std::printf("              %6u %7u %6.0f MiB %8llu %10.3f %8.1f %.2f\n", r.slots, r.kernel_blocks, r.max_write / 1048576.0, static_cast<unsigned long long>(r.writes), r.ms, gbps(r.ms),
                   gbps(r.ms) / gbps(c_ms));
     }
     std::printf("\nsweep of (c) cut into (b)'s %llu pieces, no kernels: %7s %10s %8s %s\n",
@@ -569,9 +546,8 @@ int main(int argc, char** argv) {
     }
     if (best8) {
       std::fprintf(out,
-                   "  \"best_8mib_config\": {\"slots\": %u, \"copy_streams\": %u, \"kernel_blocks\": %u, "
-                   "\"ratio_vs_peer\": %.3f},\n",
-                   best8->slots, best8->copy_streams, best8->kernel_blocks, gbps(best8->ms) / gbps(c_ms));
+                   "  \"best_8mib_config\": {\"slots\": %u, \"kernel_blocks\": %u, \"ratio_vs_peer\": %.3f},\n",
+                   best8->slots, best8->kernel_blocks, gbps(best8->ms) / gbps(c_ms));
     }
     std::fprintf(out, "  \"pipelined_host_enqueue_ms\": %.4f,\n", enq_ms);
     std::fprintf(out, "  \"ratio_pipelined_vs_peer\": %.3f, \"target_ratio\": 0.8,\n", ratio);
@@ -580,9 +556,9 @@ int main(int argc, char** argv) {
     std::fprintf(out, "  \"sweep\": [");
     for (size_t i = 0; i < sweep.size(); ++i) {
       std::fprintf(out,
-                   "%s\n    {\"slots\": %u, \"copy_streams\": %u, \"kernel_blocks\": %u, \"max_write_bytes\": %llu, "
+                   "%s\n    {\"slots\": %u, \"kernel_blocks\": %u, \"max_write_bytes\": %llu, "
                    "\"writes\": %llu, \"median_ms\": %.4f, \"gbps\": %.2f}",
-                   i ? "," : "", sweep[i].slots, sweep[i].copy_streams, sweep[i].kernel_blocks,
+                   i ? "," : "", sweep[i].slots, sweep[i].kernel_blocks,
                    static_cast<unsigned long long>(sweep[i].max_write),
                    static_cast<unsigned long long>(sweep[i].writes), sweep[i].ms, gbps(sweep[i].ms));
     }

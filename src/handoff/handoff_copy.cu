@@ -254,11 +254,10 @@ Status ScatterCuda(const PairPlan& pair, const std::byte* buffer, const DeviceKv
 // Slot s (of S) is used by pieces s, s+S, s+2S, ... in order. Its events, each recorded on the
 // stream named (so each lives on that stream's GPU):
 //   gathered[s]   gather stream (prefill GPU): staging[s] holds the piece
-//   moved[s]      peer: the piece's copy stream (prefill GPU): staging[s] is free again AND
-//                 landing[s] holds the piece
-//                 bounce: h2d stream s (decode GPU): host[s] is free again AND landing[s] holds it
-//   staged_out[s] bounce only, the piece's copy stream (prefill GPU): staging[s] free, host[s]
+//   moved[s]      peer: copy stream s (prefill GPU): staging[s] is free again AND landing[s]
 //                 holds the piece
+//                 bounce: h2d stream s (decode GPU): host[s] is free again AND landing[s] holds it
+//   staged_out[s] bounce only, copy stream s (prefill GPU): staging[s] free, host[s] holds the piece
 //   scattered[s]  scatter stream (decode GPU): landing[s] is free again
 // A cudaStreamWaitEvent captures the event's latest record at the time of the call. Pieces are
 // enqueued in windows of S consecutive pieces (so no slot appears twice in a window): first the
@@ -268,25 +267,14 @@ Status ScatterCuda(const PairPlan& pair, const std::byte* buffer, const DeviceKv
 // scattered[s]" piece i-S's scatter, "scatter waits moved[s]" this window's copy. Grouping by
 // device keeps device switches per piece low on the host: the host's enqueue cost (~12 us per
 // piece measured on H200) bounds how small pieces can get before the host sets the pace.
-//
-// Copy streams (options.copy_streams, C; 0 means C = S): piece i's copy out of staging (the peer
-// copy, or the bounce's device -> host leg) is issued on copy stream i % C. Invariant: streams
-// only execute, the per-slot events above carry every ordering, so the stream a copy runs on
-// never changes what it waits for or what waits for it:
-//   - a slot's gather -> copy -> (h2d ->) scatter order, and its reuse (the next gather into
-//     staging[s] after the copy left it; the next copy into landing[s] after the scatter read
-//     it), are the waits listed above, on events of slot s whatever stream recorded them;
-//   - every wait names a record enqueued earlier on the host, and every stream runs its work in
-//     enqueue order, so the dependency graph follows host order and cannot deadlock, even when
-//     one stream holds copies of several slots (C < S) or one slot's copies alternate streams.
 
 struct HandoffPipeline::Impl {
   int prefill_device = 0, decode_device = 0;
   bool peer = false;
   HandoffPipelineOptions options;
   cudaStream_t gather_stream = nullptr, scatter_stream = nullptr;
-  // Copy streams (options.copy_streams, or one per slot), piece i's copy on i % size(); one h2d
-  // stream per slot when bouncing.
+  // One copy stream per slot (and one h2d stream per slot when bouncing), so a copy never
+  // queues behind another slot's waits.
   std::vector<cudaStream_t> copy_streams, h2d_streams;
   std::vector<std::byte*> staging, landing, host;
   std::vector<cudaEvent_t> gathered, moved, staged_out, scattered;
@@ -369,6 +357,7 @@ struct HandoffPipeline::Impl {
       KVPOOL_RETURN_IF_ERROR(NewBuffer(decode_device, options.slot_bytes, landing));
       KVPOOL_RETURN_IF_ERROR(NewEvent(prefill_device, gathered));
       KVPOOL_RETURN_IF_ERROR(NewEvent(decode_device, scattered));
+      KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, copy_streams));
       if (peer) {
         KVPOOL_RETURN_IF_ERROR(NewEvent(prefill_device, moved));
       } else {
@@ -380,13 +369,8 @@ struct HandoffPipeline::Impl {
         host.push_back(static_cast<std::byte*>(p));
       }
     }
-    const uint32_t streams = options.copy_streams > 0 ? options.copy_streams : options.slots;
-    for (uint32_t c = 0; c < streams; ++c) KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, copy_streams));
     return Status::Ok();
   }
-
-  // The copy stream of window piece k: consecutive pieces alternate streams.
-  cudaStream_t CopyStream(size_t k) const { return copy_streams[(next_piece + k) % copy_streams.size()]; }
 
   struct Piece {
     const PairPlan* pair;
@@ -394,10 +378,10 @@ struct HandoffPipeline::Impl {
     const DeviceKvTable* decode;
   };
 
-  // The peer copy of window piece k through slot s, on its copy stream (current device: the
+  // The peer copy of window piece k through slot s, on copy stream s (current device: the
   // prefill GPU). Waits for the piece's gather and, on reuse, for the landing slot's previous scatter.
   Status EnqueuePeerCopy(size_t k, uint32_t s, const Piece& pc) {
-    cudaStream_t cs = CopyStream(k);
+    cudaStream_t cs = copy_streams[s];
     HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, gathered[s], 0), "wait");
     if (next_piece + k >= options.slots) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, scattered[s], 0), "wait");
     HANDOFF_CUDA_RETURN(
@@ -433,7 +417,7 @@ struct HandoffPipeline::Impl {
     if (!peer) {
       for (size_t k = 0; k < n; ++k) {  // staging -> pinned host (prefill GPU's copy engine)
         const uint32_t s = slot(k);
-        cudaStream_t cs = CopyStream(k);
+        cudaStream_t cs = copy_streams[s];
         HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, gathered[s], 0), "wait");
         if (reused(k)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, moved[s], 0), "wait");  // host[s] free again
         HANDOFF_CUDA_RETURN(

@@ -11,8 +11,7 @@
 //    two copies through pinned host memory when peer access is off) into a landing slot on the
 //    decode GPU -> scatter from it. Slots are a fixed ring (default 3 on each side), reused in
 //    order; events order each slot's uses, so the gather of piece i+1, the copy of piece i and
-//    the scatter of piece i-1 overlap, and consecutive pieces' copies run on different copy
-//    streams (HandoffPipelineOptions::copy_streams). When every slot is busy the next piece simply waits on
+//    the scatter of piece i-1 overlap. When every slot is busy the next piece simply waits on
 //    the GPU (back-pressure; nothing fails and the host never blocks).
 //
 // CUDA types appear only as the opaque handles cudaStream_t / cudaEvent_t are typedefs of, so
@@ -86,14 +85,6 @@ struct HandoffPipelineOptions {
   // A piece's kernel only has to keep ahead of its copy, so a cap leaves SMs and HBM bandwidth to
   // the copy engine and to the model running beside the handoff.
   uint32_t kernel_blocks = 0;
-  // Streams on the prefill GPU that the pieces' copies out of staging rotate over: piece i's
-  // peer copy (or, when bouncing, its device -> host leg) is issued on copy stream
-  // i % copy_streams, so consecutive pieces' copies are on different streams (with >= 2) and
-  // may be in flight together. 0: one per slot (piece i on slot i % slots's stream; the
-  // behaviour before this option). Any value is safe: each slot's order is carried by its
-  // events, not by the stream a copy runs on. With fewer streams than slots a copy can queue
-  // behind an earlier piece's copy (and what that copy waits for) on its stream.
-  uint32_t copy_streams = 0;
 };
 
 // Same-host GPU -> GPU handoff from one prefill GPU to one decode GPU (they may be the same GPU).
