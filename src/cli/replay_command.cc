@@ -228,9 +228,6 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
-  auto* caps = cmd->add_option_group("capacity overrides (tokens)");
-  caps->add_option("--prefill-cache-tokens", f.prefill_cache_tokens, "GPU prefix cache per prefill instance");
-  caps->add_option("--decode-kv-tokens", f.decode_kv_tokens, "KV tokens per decode instance (admission gate)");
   cmd->add_option("--decode-dcp", f.decode_dcp,
                   "decode context-parallel ranks per decode instance (default 4: TP4+DCP4); each holds every layer of "
                   "its share of the tokens")
@@ -238,6 +235,9 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--dcp-interleave", f.dcp_interleave,
                   "tokens in a row per DCP rank (default 1: token g on rank g mod ranks)")
       ->check(CLI::Range(1, 1 << 20));
+  auto* caps = cmd->add_option_group("capacity overrides (tokens)");
+  caps->add_option("--prefill-cache-tokens", f.prefill_cache_tokens, "GPU prefix cache per prefill instance");
+  caps->add_option("--decode-kv-tokens", f.decode_kv_tokens, "KV tokens per decode instance (admission gate)");
   caps->add_option("--pool-tokens", f.pool_tokens, "pool capacity");
   cmd->callback([] { ExitCode() = RunReplayCommand(f); });
 }

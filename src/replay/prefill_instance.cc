@@ -146,8 +146,8 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
     const uint64_t end = gpu_tokens + out.restored_tokens;
     const connector::KvModelSpec& spec = ctx_.ns->spec();
     for (uint32_t s = 0; s < spec.num_stages(); ++s) {
-      r->record.verification_errors += CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s),
-                                                       r->block_keys, gpu_tokens, end);
+      r->record.verification_errors +=
+          CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
       r->record.stage_restore_s.push_back(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens));
     }
     r->record.pool_tokens = out.restored_tokens;
