@@ -50,6 +50,8 @@ struct ReplayFlags {
   uint64_t seed = 1;
   uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
+  std::string arrival;  // "": open for Mooncake traces, closed otherwise
+  double rate_scale = 1;
 };
 
 Result<std::vector<int>> ParseSessions(const std::string& text) {
@@ -123,6 +125,14 @@ int RunReplayCommand(const ReplayFlags& f) {
   const trace::ReuseCeiling ceiling = trace::CorpusReuseCeiling(corpus);
   fmt::print("corpus: {} — {} traces, reuse ceiling {:.2f}%\n", source, corpus.traces.size(), 100 * ceiling.ratio());
 
+  // Mooncake files are timestamped requests: replayed by timestamp (agentx-format.md §2).
+  const bool open_loop =
+      f.arrival.empty() ? corpus.format == trace::TraceFormat::kMooncake : f.arrival == "open";
+  if (open_loop && sessions->size() > 1) {
+    fmt::print(stderr, "kvpool replay: --sessions sweeps closed-loop session lanes; an open-loop replay has none "
+                       "(use --rate-scale to change the load)\n");
+    return 2;
+  }
   std::vector<bool> modes;
   if (f.mode == "pool" || f.mode == "both") modes.push_back(true);
   if (f.mode == "no-pool" || f.mode == "both") modes.push_back(false);
@@ -141,13 +151,17 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.speedup = f.speedup;
       o.use_pool = use_pool;
       o.master_address = f.master;
+      o.open_loop = open_loop;
+      o.replay.rate_scale = f.rate_scale;
       o.handoff = f.handoff;
       o.gpus = f.gpu ? replay::ReplayCudaDeviceCount() : 0;
       if (f.gpu && o.gpus == 0) {
         fmt::print(stderr, "kvpool replay: --gpu: no CUDA device visible (or kvpool was built without KVPOOL_CUDA)\n");
         return 1;
       }
-      const std::string label = fmt::format("{} sessions, {}", n, use_pool ? "pool" : "no pool");
+      const std::string label =
+          fmt::format("{}, {}", open_loop ? std::string("open loop") : fmt::format("{} sessions", n),
+                      use_pool ? "pool" : "no pool");
       if (tty) o.on_progress = [&](const replay::ReplayProgress& p) { DrawProgress(label, p, f.duration_s); };
       auto summary = replay::RunReplay(corpus, o);
       if (tty) std::fprintf(stderr, "\r\033[K");
@@ -228,6 +242,13 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
+  cmd->add_option("--arrival", f.arrival,
+                  "open: every request at its recorded time (the default for Mooncake traces); closed: session "
+                  "lanes, each turn after the previous answer (the default for AgentX traces)")
+      ->check(CLI::IsMember({"open", "closed"}));
+  cmd->add_option("--rate-scale", f.rate_scale, "open loop: multiply the trace's request rate by this")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--decode-dcp", f.decode_dcp,
                   "decode context-parallel ranks per decode instance (default 4: TP4+DCP4); each holds every layer of "
                   "its share of the tokens")

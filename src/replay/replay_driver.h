@@ -27,6 +27,7 @@
 #include "replay/deployment.h"
 #include "replay/request_record.h"
 #include "replay/simulation.h"
+#include "replay/trace_driver.h"
 #include "trace/reuse_ceiling.h"
 #include "trace/trace.h"
 
@@ -39,31 +40,31 @@ struct ReplayOptions {
   int warmup_requests = 2;
   double idle_cap_s = 300;
   uint64_t seed = 1;
+  // Open loop only: the trace's request rate is multiplied by this (timestamps divided by it).
+  double rate_scale = 1;
 };
 
-class ReplayDriver {
+class ReplayDriver final : public TraceDriver {
  public:
   // REQUIRES: corpus, deployment and sim outlive the driver.
   ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim);
-  ~ReplayDriver();
+  ~ReplayDriver() override;
   ReplayDriver(const ReplayDriver&) = delete;
   ReplayDriver& operator=(const ReplayDriver&) = delete;
 
   // Picks the usable traces (those that fit the deployment) and starts every lane.
   // INVALID_ARGUMENT when no trace fits or options make no sense.
-  Status Start();
+  Status Start() override;
 
-  // Every finished request, counted or not, in completion order.
-  const std::vector<RequestRecord>& records() const { return records_; }
-  // The measurement window, emulated seconds. Until 90% of the lanes warmed up, the window
-  // starts at the first counted request's arrival.
-  double window_start_s() const;
-  double window_end_s() const { return stop_time_ ? *stop_time_ : sim_->now(); }
-  int64_t counted_finished() const { return counted_finished_; }
-  int64_t traces_skipped() const { return traces_skipped_; }
+  const std::vector<RequestRecord>& records() const override { return records_; }
+  // Until 90% of the lanes warmed up, the window starts at the first counted request's arrival.
+  double window_start_s() const override;
+  double window_end_s() const override { return stop_time_ ? *stop_time_ : sim_->now(); }
+  int64_t counted_finished() const override { return counted_finished_; }
+  int64_t traces_skipped() const override { return traces_skipped_; }
   int64_t trees_started() const { return trees_started_; }
-  size_t lanes_warm() const { return lanes_warm_; }
-  bool window_open() const { return window_opened_at_.has_value(); }
+  size_t lanes_warm() const override { return lanes_warm_; }
+  bool window_open() const override { return window_opened_at_.has_value(); }
 
  private:
   struct Tree;

@@ -4,6 +4,9 @@
 #include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "trace/corpus_synthesizer.h"
+#include "trace/mooncake_loader.h"
+
+#include <sstream>
 
 namespace kvpool::replay {
 namespace {
@@ -67,6 +70,50 @@ TEST(ReplayEndToEndTest, GpuOptionsAreCheckedBeforeAnythingStarts) {
     cpu_handoff_on_gpu.handoff = "cpu";
     EXPECT_EQ(RunReplay(corpus, cpu_handoff_on_gpu).status().code(), StatusCode::kInvalidArgument);
   }
+}
+
+// A Mooncake-format file (timestamped requests, global 512-token block ids): 10 prompt families
+// of 40 blocks, each family coming back every 10 requests with 4 more blocks, 3 s apart.
+trace::Corpus MooncakeCorpus(int requests) {
+  std::ostringstream file;
+  for (int i = 0; i < requests; ++i) {
+    const int family = i % 10, blocks = 40 + 4 * (i / 10);
+    file << "{\"timestamp\": " << 3000 * i << ", \"input_length\": " << 512 * blocks << ", \"output_length\": 8, "
+         << "\"hash_ids\": [";
+    for (int b = 0; b < blocks; ++b) file << (b ? ", " : "") << family * 1000 + b;
+    file << "]}\n";
+  }
+  std::istringstream in(file.str());
+  return trace::ParseMooncake(in, "mooncake.jsonl").value();
+}
+
+TEST(ReplayEndToEndTest, MooncakeTracesReplayOpenLoopByTimestamp) {
+  const trace::Corpus corpus = MooncakeCorpus(60);
+  for (double rate : {1.0, 2.0}) {
+    ReplayRunOptions o = TinyRun(true);
+    o.open_loop = true;
+    o.replay.rate_scale = rate;
+    o.replay.max_requests = 0;
+    o.replay.duration_s = 0;  // until the trace ends
+    o.replay.warmup_requests = 10;
+    auto s = RunReplay(corpus, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    SCOPED_TRACE(FormatSummary(*s));
+    EXPECT_EQ(s->sessions, 0);
+    EXPECT_EQ(s->requests + s->uncounted_requests, 60);
+    EXPECT_EQ(s->uncounted_requests, 10);
+    EXPECT_EQ(s->verification_errors, 0u);
+    EXPECT_EQ(s->failed_requests, 0);
+    // Arrivals follow the timestamps whatever the deployment does: the window opens at the
+    // 11th request's time and the trace's 177 s span shrinks with the rate.
+    EXPECT_DOUBLE_EQ(s->window_start_s, 30.0 / rate);
+    EXPECT_GE(s->window_s, 147.0 / rate);
+    EXPECT_GT(s->pool_tokens, 0u);  // families evicted from the GPU cache come back from the pool
+    EXPECT_LE(s->reuse(), s->ceiling() + 1e-9);
+  }
+  ReplayRunOptions agentx = TinyRun(true);
+  agentx.open_loop = true;  // an AgentX corpus has many traces: not a timestamped request file
+  EXPECT_EQ(RunReplay(SmallCorpus(), agentx).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

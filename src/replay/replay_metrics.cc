@@ -143,8 +143,9 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
 
 std::string FormatSummary(const ReplaySummary& s) {
   std::string out;
-  out += fmt::format("replay {} · {} sessions · geometry {} · {} GPUs · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
-                     s.sessions, s.geometry, s.gpus, s.window_s, s.wall_s);
+  out += fmt::format("replay {} · {} · geometry {} · {} GPUs · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
+                     s.sessions > 0 ? fmt::format("{} sessions", s.sessions) : std::string("open loop"), s.geometry,
+                     s.gpus, s.window_s, s.wall_s);
   out += fmt::format("  throughput      {:.0f} tok/s per GPU ({:.0f} tok/s; {} requests, {} uncounted)\n",
                      s.throughput_tok_s_per_gpu, s.throughput_tok_s, s.requests, s.uncounted_requests);
   out += fmt::format("  TTFT            p50 {:.2f} s · p90 {:.2f} s · max {:.2f} s (KV gate wait p50 {:.2f} s p90 "

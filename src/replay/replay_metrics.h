@@ -30,7 +30,7 @@ Percentiles ComputePercentiles(std::vector<double> values);
 struct ReplaySummary {
   std::string mode;  // "pool" | "no-pool"
   std::string geometry;
-  int sessions = 0;
+  int sessions = 0;  // concurrent session lanes; 0: an open-loop replay by timestamp
   int gpus = 0;
   std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"
   std::string handoff;             // the KvHandoff's name

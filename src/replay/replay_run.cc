@@ -7,6 +7,7 @@
 
 #include "replay/kv_cache_memory.h"
 #include "replay/network_kv_handoff.h"
+#include "replay/open_loop_driver.h"
 #include "replay/pool_connection.h"
 
 namespace kvpool::replay {
@@ -60,29 +61,34 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.seed = options.replay.seed;
   auto deployment = Deployment::Create(std::move(d), &sim);
   if (!deployment.ok()) return deployment.status();
-  ReplayDriver driver(corpus, options.replay, deployment->get(), &sim);
-  KVPOOL_RETURN_IF_ERROR(driver.Start());
+  std::unique_ptr<TraceDriver> driver;
+  if (options.open_loop) {
+    driver = std::make_unique<OpenLoopDriver>(corpus, options.replay, deployment->get(), &sim);
+  } else {
+    driver = std::make_unique<ReplayDriver>(corpus, options.replay, deployment->get(), &sim);
+  }
+  KVPOOL_RETURN_IF_ERROR(driver->Start());
   sim.Run([&] {
     if (!options.on_progress) return;
     ReplayProgress p;
     p.emulated_s = sim.now();
-    p.warm = driver.window_open();
-    p.window_start_s = p.warm ? driver.window_start_s() : 0;
-    p.requests = driver.counted_finished();
+    p.warm = driver->window_open();
+    p.window_start_s = p.warm ? driver->window_start_s() : 0;
+    p.requests = driver->counted_finished();
     p.in_flight = (*deployment)->in_flight();
-    p.lanes_warm = driver.lanes_warm();
+    p.lanes_warm = driver->lanes_warm();
     options.on_progress(p);
   });
-  ReplaySummary s = Summarize(driver.records(), driver.window_start_s(), driver.window_end_s(),
+  ReplaySummary s = Summarize(driver->records(), driver->window_start_s(), driver->window_end_s(),
                               options.geometry.total_gpus());
   s.mode = options.use_pool ? "pool" : "no-pool";
   s.geometry = options.geometry.name;
-  s.sessions = options.replay.sessions;
+  s.sessions = options.open_loop ? 0 : options.replay.sessions;
   s.speedup = options.speedup;
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
   s.handoff = handoff->name();
-  s.traces_skipped = driver.traces_skipped();
-  s.deployment = (*deployment)->counters(driver.window_start_s(), driver.window_end_s());
+  s.traces_skipped = driver->traces_skipped();
+  s.deployment = (*deployment)->counters(driver->window_start_s(), driver->window_end_s());
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

@@ -27,6 +27,9 @@ struct ReplayRunOptions {
   ModelGeometry geometry;
   CostModelParams cost = CostModelParams::Published();
   ReplayOptions replay;
+  // true: submit every request at its recorded time (OpenLoopDriver: Mooncake traces);
+  // false: closed-loop session lanes (ReplayDriver: AgentX traces).
+  bool open_loop = false;
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
   std::string master_address;  // "" = embedded pool sized by the geometry
