@@ -31,6 +31,7 @@
 
 using namespace kvpool;
 using kvpool::bench::Median;
+using kvpool::bench::RandomTable;
 using kvpool::bench::Seconds;
 using namespace kvpool::connector;
 using Clock = std::chrono::steady_clock;
@@ -55,14 +56,6 @@ void MakeDeviceCache(DeviceCache& d, const PagedKvLayout& layout, uint64_t num_b
     d.allocs.push_back(ptr);
     d.cache.plane_bases.push_back(static_cast<std::byte*>(ptr));
   }
-}
-
-std::vector<BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t seed) {
-  std::vector<BlockId> all(num_blocks);
-  std::iota(all.begin(), all.end(), 0);
-  std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
-  all.resize(blocks);
-  return all;
 }
 
 // Median of `reps` timings of fn() (each fully synchronised), after one untimed warm-up run.

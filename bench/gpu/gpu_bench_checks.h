@@ -1,5 +1,6 @@
 // What the GPU benchmarks share: abort-on-error checks for CUDA calls and kvpool Status
-// values (a benchmark that hits an error has nothing to report), and median timing helpers.
+// values (a benchmark that hits an error has nothing to report), median timing helpers, and
+// random block tables.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,9 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "common/status.h"
+#include "connector/paged_kv_layout.h"
 
 #define CHECK_CUDA(x)                                                                         \
   do {                                                                                        \
@@ -39,6 +43,16 @@ inline double Seconds(std::chrono::steady_clock::time_point a, std::chrono::stea
 inline double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// `blocks` distinct block ids drawn at random from [0, num_blocks), so a paged cache's tokens are
+// scattered as a serving engine's are. REQUIRES: blocks <= num_blocks.
+inline std::vector<connector::BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t seed) {
+  std::vector<connector::BlockId> all(num_blocks);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
+  all.resize(blocks);
+  return all;
 }
 
 }  // namespace kvpool::bench

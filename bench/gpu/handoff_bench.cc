@@ -43,6 +43,7 @@
 
 using namespace kvpool;
 using kvpool::bench::Median;
+using kvpool::bench::RandomTable;
 using namespace kvpool::handoff;
 
 namespace {
@@ -98,14 +99,6 @@ bool SameAsHost(Side& s, const std::vector<std::vector<std::byte>>& want) {
     if (std::memcmp(got.data(), want[p].data(), got.size()) != 0) return false;
   }
   return true;
-}
-
-std::vector<BlockId> RandomTable(uint64_t blocks, uint64_t num_blocks, uint64_t seed) {
-  std::vector<BlockId> all(num_blocks);
-  std::iota(all.begin(), all.end(), 0);
-  std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
-  all.resize(blocks);
-  return all;
 }
 
 struct Row {
