@@ -147,6 +147,21 @@ int RawConnect(const std::string& address) {
   return fd;
 }
 
+// As a raw peer on `fd`: reads the receiver's hello, then begins request `id` as prefill rank 0
+// for tokens [0, 512) of `s`. True only when the receiver accepted the begin.
+bool BeginAsRankZero(int fd, const HostScenario& s, uint64_t id, Clock::time_point deadline) {
+  ControlMessage begin;
+  begin.type = ControlType::kBegin;
+  begin.request_id = id;
+  begin.a = 0;  // prefill rank
+  begin.b = 0;  // first token
+  begin.c = 512;  // end token
+  begin.d = LayoutsFingerprint(s.c.prefill, s.c.decode);
+  if (!ReceiveControl(fd, deadline).ok() || !SendControl(fd, begin, deadline).ok()) return false;
+  auto reply = ReceiveControl(fd, deadline);
+  return reply.ok() && reply->status().ok();
+}
+
 // Takes one landing slot as a peer that never writes it: the slot stays held until `fd` is
 // closed (then quarantined). -1 if the receiver did not grant it.
 int HoldOneSlot(const std::string& address) {
@@ -256,16 +271,7 @@ TEST(HandoffNetwork, SenderLostMidRequestFailsTheRequestAndFreesItsSlot) {
   const int fd = RawConnect((*receiver)->address());
   ASSERT_GE(fd, 0);
   const auto deadline = Clock::now() + 5s;
-  ASSERT_TRUE(ReceiveControl(fd, deadline).ok());  // hello
-  ControlMessage begin;
-  begin.type = ControlType::kBegin;
-  begin.request_id = 5;
-  begin.a = 0;
-  begin.b = 0;
-  begin.c = 512;
-  begin.d = LayoutsFingerprint(s.c.prefill, s.c.decode);
-  ASSERT_TRUE(SendControl(fd, begin, deadline).ok());
-  ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+  ASSERT_TRUE(BeginAsRankZero(fd, s, 5, deadline));
   ControlMessage ask;
   ask.type = ControlType::kSlotRequest;
   ask.request_id = 5;
@@ -311,14 +317,7 @@ TEST(HandoffNetwork, GarbageAndForgedPiecesNeverReachTheCache) {
   {  // A piece whose bytes do not match its checksum fails the request.
     const int fd = RawConnect((*receiver)->address());
     const auto deadline = Clock::now() + 5s;
-    ASSERT_TRUE(ReceiveControl(fd, deadline).ok());
-    ControlMessage begin;
-    begin.type = ControlType::kBegin;
-    begin.request_id = 8;
-    begin.c = 512;
-    begin.d = LayoutsFingerprint(s.c.prefill, s.c.decode);
-    ASSERT_TRUE(SendControl(fd, begin, deadline).ok());
-    ASSERT_TRUE(ReceiveControl(fd, deadline)->status().ok());
+    ASSERT_TRUE(BeginAsRankZero(fd, s, 8, deadline));
     ControlMessage ask;
     ask.type = ControlType::kSlotRequest;
     ask.request_id = 8;
