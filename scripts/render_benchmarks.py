@@ -149,17 +149,19 @@ def render(results):
     return "\n".join(out)
 
 
+def spliced_page(section, begin, end):
+    """docs/benchmarks.md with what lies between the markers `begin` and `end` replaced by
+    `section` (which carries the markers itself); appended when the page has no such markers."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "benchmarks.md")
+    existing = open(path).read() if os.path.exists(path) else "# kvpool benchmarks\n"
+    if begin in existing and end in existing:
+        head, rest = existing.split(begin, 1)
+        return head + section + rest.split(end, 1)[1]
+    return existing.rstrip("\n") + "\n\n" + section + "\n"
+
+
 def main():
-    results = sys.argv[1]
-    section = render(results)
-    path = os.path.join(os.path.dirname(__file__), "..", "docs", "benchmarks.md")
-    existing = open(path).read() if os.path.exists(path) else "# kvpool benchmarks\n\n" + BEGIN + "\n" + END + "\n"
-    if BEGIN in existing and END in existing:
-        head, rest = existing.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        print(head + section + tail, end="")
-    else:
-        print(existing.rstrip("\n") + "\n\n" + section + "\n", end="")
+    print(spliced_page(render(sys.argv[1]), BEGIN, END), end="")
 
 
 if __name__ == "__main__":

@@ -10,22 +10,13 @@ copied to docs/img/ so the page can show them.
 import datetime
 import json
 import os
-import platform
 import shutil
 import sys
 
+from render_benchmarks import machine, spliced_page
+
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
-
-
-def machine():
-    cpu = "unknown cpu"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores ({cpu}), Linux {platform.release()}"
 
 
 def pct(x):
@@ -120,14 +111,7 @@ def main():
         src = os.path.join(plots, f"{name}.png")
         if os.path.exists(src):
             shutil.copyfile(src, os.path.join(DOCS, "img", f"replay-{name}.png"))
-    section = render(runs, command)
-    path = os.path.join(DOCS, "benchmarks.md")
-    existing = open(path).read() if os.path.exists(path) else "# kvpool benchmarks\n"
-    if BEGIN in existing and END in existing:
-        head, rest = existing.split(BEGIN, 1)
-        print(head + section + rest.split(END, 1)[1], end="")
-    else:
-        print(existing.rstrip("\n") + "\n\n" + section + "\n", end="")
+    print(spliced_page(render(runs, command), BEGIN, END), end="")
 
 
 if __name__ == "__main__":
