@@ -6,8 +6,8 @@
 // layer offset 20), all on GPU 1 when there are two GPUs, else on GPU 0. Three ways, one run:
 //
 //   (a) per-token  one cudaMemcpyPeerAsync per token per layer (163,840 copies of 576 B)
-//   (b) pipelined  handoff::HandoffPipeline: gather into 8 MiB pieces on GPU 0, ~12 large peer
-//                  copies into a ring of landing slots on GPU 1, scatter there
+//   (b) pipelined  handoff::HandoffPipeline: gather into 8 MiB pieces on GPU 0, 12 large peer
+//                  copies (submitted in batches) into a ring of landing slots on GPU 1, scatter there
 //   (c) peer copy  one cudaMemcpyPeerAsync of the same 94 MB contiguous buffer (the wire's speed)
 //
 // Before timing, (a) and (b) each run once into sentinel-filled decode caches and the caches are
@@ -17,12 +17,13 @@
 // counts); (a) and (c) on the prefill GPU's stream. Targets: (b) >= 80% of (c)'s GB/s, and
 // (b) >= 50x faster than (a). (a) warms up on a 16,384-copy sample, then runs in full
 // --per-token-repeats times (default 3). Also reported: the gather and scatter kernels alone, and
-// (c)'s bytes cut into (b)'s pieces and copied without kernels (what the write-size cap costs).
+// (c)'s bytes cut into (b)'s pieces and copied without kernels, as separate copies and as one
+// cudaMemcpyBatchAsync (what the write-size cap costs, and what batching wins back).
 //
 // Usage: handoff_bench [--json FILE] [--repeats N] [--per-token-repeats N] [--max-write-bytes B]
 //                      [--slots N] [--kernel-blocks N] [--sweep]
-// The chunked copy row uses one stream per slot, as the pipeline's copies do.
-// --sweep also times (b) for 2/3/4 slots x kernel grid caps 0/264/132/66 x 2/4/8/16 MiB writes
+// The chunked copy row uses one stream, as the pipeline's copies do.
+// --sweep also times (b) for 2/4/8/12 slots x kernel grid caps 0/132 x 2/4/8/16 MiB writes
 // (16 MiB: what the 8 MiB cap costs), and the chunked copies (no kernels) on 1-4 streams.
 // The summary then names the fastest 8 MiB configuration (row best_8mib).
 #include <cuda_runtime.h>
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   const char* json = nullptr;
   int repeats = 20, per_token_repeats = 3;
   uint64_t max_write = kDefaultMaxWriteBytes;
-  uint32_t slots = 3;
+  uint32_t slots = HandoffPipelineOptions{}.slots;
   uint32_t kernel_blocks = HandoffPipelineOptions{}.kernel_blocks;
   bool do_sweep = false;
   for (int i = 1; i < argc; ++i) {
@@ -218,7 +219,7 @@ int main(int argc, char** argv) {
   po.slots = slots;
   po.slot_bytes = max_write;
   po.kernel_blocks = kernel_blocks;
-  const uint32_t main_streams = slots;  // the pipeline's copy streams: one per slot
+  const uint32_t main_streams = 1;  // the pipeline's copy stream
   auto pipe_or = HandoffPipeline::Create(P, D, po);  // also enables peer access both ways
   CHECK_OK(pipe_or.status());
   HandoffPipeline& pipe = **pipe_or;
@@ -293,13 +294,14 @@ int main(int argc, char** argv) {
     }
   }
 
-  // (c) buffers.
+  // (c) buffers, with room for the batch row's pieces spaced max_write apart.
   void *src_buf, *dst_buf;
+  const uint64_t room = std::max(bytes, plan.rank_writes(stage) * max_write);
   CHECK_CUDA(cudaSetDevice(P));
-  CHECK_CUDA(cudaMalloc(&src_buf, bytes));
-  CHECK_CUDA(cudaMemset(src_buf, 0x5a, bytes));
+  CHECK_CUDA(cudaMalloc(&src_buf, room));
+  CHECK_CUDA(cudaMemset(src_buf, 0x5a, room));
   CHECK_CUDA(cudaSetDevice(D));
-  CHECK_CUDA(cudaMalloc(&dst_buf, bytes));
+  CHECK_CUDA(cudaMalloc(&dst_buf, room));
   auto run_peer = [&] {
     CHECK_CUDA(cudaSetDevice(P));
     CHECK_CUDA(cudaEventRecord(p0, ps));
@@ -312,7 +314,7 @@ int main(int argc, char** argv) {
   };
   // The same bytes as plan.rank_writes(stage) plain peer copies of the pipeline's piece sizes,
   // round robin over n streams: what chunking alone costs, without gather or scatter.
-  std::vector<uint64_t> piece_sizes;
+  std::vector<size_t> piece_sizes;
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
     for (const HandoffWrite& w : plan.pair(stage, d).writes) piece_sizes.push_back(w.length);
   }
@@ -345,6 +347,29 @@ int main(int argc, char** argv) {
     return static_cast<double>(ms);
   };
   auto run_chunked = [&] { return run_chunked_on(main_streams); };
+  // The same pieces as one cudaMemcpyBatchAsync, spaced max_write apart. Piece i lands in place
+  // n-1-i, so no piece continues the previous one on both sides (nothing for the driver to merge).
+  std::vector<void*> batch_dsts;
+  std::vector<const void*> batch_srcs;
+  const size_t n_pieces = piece_sizes.size();
+  for (size_t i = 0; i < n_pieces; ++i) {
+    batch_srcs.push_back(static_cast<std::byte*>(src_buf) + i * max_write);
+    batch_dsts.push_back(static_cast<std::byte*>(dst_buf) + (n_pieces - 1 - i) * max_write);
+  }
+  auto run_chunked_batch = [&] {
+    CHECK_CUDA(cudaSetDevice(P));
+    CHECK_CUDA(cudaEventRecord(p0, ps));
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t attr_index = 0;
+    CHECK_CUDA(cudaMemcpyBatchAsync(batch_dsts.data(), batch_srcs.data(), piece_sizes.data(), n_pieces, &attr,
+                                    &attr_index, 1, ps));
+    CHECK_CUDA(cudaEventRecord(p1, ps));
+    CHECK_CUDA(cudaEventSynchronize(p1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, p0, p1));
+    return static_cast<double>(ms);
+  };
   // Gather and scatter kernels alone (whole pair buffers, device-local), for the breakdown.
   std::vector<void*> gather_bufs, landing_bufs;
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
@@ -390,7 +415,8 @@ int main(int argc, char** argv) {
   run_gather();
   run_scatter();
   run_chunked();
-  std::vector<double> a, b, c, enq, g, s, ch;
+  run_chunked_batch();
+  std::vector<double> a, b, c, enq, g, s, ch, chb;
   for (int i = 0; i < per_token_repeats; ++i) a.push_back(run_per_token(copies.size()));
   for (int i = 0; i < repeats; ++i) {
     double e = 0;
@@ -400,6 +426,7 @@ int main(int argc, char** argv) {
     g.push_back(run_gather());
     s.push_back(run_scatter());
     ch.push_back(run_chunked());
+    chb.push_back(run_chunked_batch());
   }
   CHECK_OK(pipe.Synchronize());
 
@@ -436,8 +463,8 @@ int main(int argc, char** argv) {
     for (uint64_t mw : {uint64_t{2} << 20, uint64_t{4} << 20, uint64_t{8} << 20, uint64_t{16} << 20}) {
       auto sp = PlanHandoff(prefill, decode, first, end, {.max_write_bytes = mw});
       CHECK_OK(sp.status());
-      for (uint32_t n : {2u, 3u, 4u})
-        for (uint32_t kb : {0u, 264u, 132u, 66u}) {
+      for (uint32_t n : {2u, 4u, 8u, 12u})
+        for (uint32_t kb : {0u, 132u}) {
           HandoffPipelineOptions o;
           o.slots = n;
           o.slot_bytes = mw;
@@ -453,7 +480,7 @@ int main(int argc, char** argv) {
     }
   }
   const double a_ms = Median(a), b_ms = Median(b), c_ms = Median(c), enq_ms = Median(enq);
-  const double g_ms = Median(g), s_ms = Median(s), ch_ms = Median(ch);
+  const double g_ms = Median(g), s_ms = Median(s), ch_ms = Median(ch), chb_ms = Median(chb);
   auto gbps = [&](double ms) { return bytes / (ms * 1e-3) / 1e9; };
   const double ratio = gbps(b_ms) / gbps(c_ms);
   const double speedup = a_ms / b_ms;
@@ -464,9 +491,10 @@ int main(int argc, char** argv) {
               P == D ? "same GPU" : (pipe.uses_peer_access() ? "peer access" : "pinned-host bounce"));
   std::printf(
       "chunk: tokens [%llu, %llu) of PP stage %u (%u layers x 576 B) -> DCP%u, %.2f MB; %u slots of %.2f MiB, "
-      "%u copy streams\n",
+      "%u copy stream, %zu copy submissions\n",
       static_cast<unsigned long long>(first), static_cast<unsigned long long>(end), stage, prefill.stage_layers[stage],
-      decode.dcp_ranks, bytes / 1e6, slots, max_write / 1048576.0, main_streams);
+      decode.dcp_ranks, bytes / 1e6, slots, max_write / 1048576.0, main_streams,
+      HandoffBatchSizes(plan.rank_writes(stage), slots).size());
   std::vector<Row> rows = {
       {"per_token", "(a) one peer copy per token per layer", per_token_writes, a_ms},
       {"pipelined", "(b) gather + large writes + scatter", plan.rank_writes(stage), b_ms},
@@ -474,6 +502,7 @@ int main(int argc, char** argv) {
       {"gather_kernel", "    gather kernels alone (GPU 0)", 0, g_ms},
       {"scatter_kernel", "    scatter kernels alone (decode GPU)", 0, s_ms},
       {"chunked_peer_copy", "    (c) cut into (b)'s pieces, no kernels", plan.rank_writes(stage), ch_ms},
+      {"chunked_batch_copy", "    the same pieces as one batch", plan.rank_writes(stage), chb_ms},
   };
   // The fastest swept configuration with the 8 MiB cap (the design's write size).
   const SweepRow* best8 = nullptr;

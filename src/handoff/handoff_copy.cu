@@ -7,11 +7,6 @@
 // into shared memory; then all threads copy the rows' vectors, thread i taking vector i of the
 // group's contiguous buffer span, so buffer accesses are fully coalesced and cache accesses are
 // row-contiguous (one row is one token's bytes of one plane).
-//
-// Measured on 2x H200 (bench/gpu/handoff_bench.cc): a plain 94 MB peer copy runs at ~385 GB/s,
-// the same bytes as 12 copies of <= 8 MiB at ~335 GB/s, and the pipeline at ~298 GB/s; pull
-// copies (issued on the decode GPU), push+pull alternation, the gather kernel storing straight
-// into the peer's landing slot, and grid caps were all tried and were not faster.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -251,31 +246,42 @@ Status ScatterCuda(const PairPlan& pair, const std::byte* buffer, const DeviceKv
 
 // ---- HandoffPipeline ----
 //
-// Slot s (of S) is used by pieces s, s+S, s+2S, ... in order. Its events, each recorded on the
-// stream named (so each lives on that stream's GPU):
-//   gathered[s]   gather stream (prefill GPU): staging[s] holds the piece
-//   moved[s]      peer: copy stream s (prefill GPU): staging[s] is free again AND landing[s]
-//                 holds the piece
-//                 bounce: h2d stream s (decode GPU): host[s] is free again AND landing[s] holds it
-//   staged_out[s] bounce only, copy stream s (prefill GPU): staging[s] free, host[s] holds the piece
+// A request's pieces go through the slots round robin (piece i uses slot i % S) and are
+// enqueued in batches (HandoffBatchSizes): per batch, the gathers on the prefill GPU, then one
+// copy submission (cudaMemcpyBatchAsync) of all of the batch's pieces, then their scatters on the
+// decode GPU. A batch never holds one slot twice (its size is at most S / 2). Per slot s, events
+// recorded on the stream named (so each lives on that stream's GPU):
+//   gathered[s]   gather stream (prefill GPU), recorded for the batch's last slot only: the
+//                 batch's pieces are all in staging
+//   moved[s]      peer: copy stream (prefill GPU): staging[s] is free again AND landing[s]
+//                 holds the piece (recorded after the whole batch's copy)
+//                 bounce: h2d stream (decode GPU): host[s] is free again AND landing[s] holds it
+//   staged_out[s] bounce only, copy stream (prefill GPU): staging[s] free, host[s] holds the piece
 //   scattered[s]  scatter stream (decode GPU): landing[s] is free again
-// A cudaStreamWaitEvent captures the event's latest record at the time of the call. Pieces are
-// enqueued in windows of S consecutive pieces (so no slot appears twice in a window): first the
-// window's gathers (with peer access each followed by its copy, on the same GPU), then (bounce)
-// its two host legs, then its scatters. Hence "gather waits moved[s]" captures the copy of
-// piece i-S (previous window), "copy waits gathered[s]" this window's gather, "copy waits
-// scattered[s]" piece i-S's scatter, "scatter waits moved[s]" this window's copy. Grouping by
-// device keeps device switches per piece low on the host: the host's enqueue cost (~12 us per
-// piece measured on H200) bounds how small pieces can get before the host sets the pace.
+// A cudaStreamWaitEvent captures the event's latest record at the time of the call. Batches are
+// enqueued in order, so "gather waits moved[s]" captures the copy of piece i-S (an earlier
+// batch), "copy waits gathered[s]" this batch's gathers, "copy waits scattered[s]" piece i-S's
+// scatter, "scatter waits moved[s]" this batch's copy. The scatter stream runs in piece order,
+// so one wait for the batch's latest reused slot covers every earlier scatter.
+//
+// Measured on 2x H200 (bench/gpu/handoff_bench.cc and probes; docs/benchmarks.md):
+// - Batches: each copy submission costs the copy engine ~3 us of its own. 12 separately
+//   submitted 8 MiB peer copies take 0.88 of one 94 MB copy; the same 12 as one batch 0.97.
+// - One copy stream: copies in flight on several streams share the copy engine and each
+//   finishes later (12 event-chained pieces with kernels: 305 us on one stream, 328 on three,
+//   344 on four).
+// - Tried and not faster: pull copies (issued on the decode GPU), the gather kernel storing
+//   straight into the peer's landing slot, kernel grid caps, and stream memory operations
+//   (cuStreamWriteValue/WaitValue) instead of cross-GPU events.
 
 struct HandoffPipeline::Impl {
   int prefill_device = 0, decode_device = 0;
   bool peer = false;
   HandoffPipelineOptions options;
   cudaStream_t gather_stream = nullptr, scatter_stream = nullptr;
-  // One copy stream per slot (and one h2d stream per slot when bouncing), so a copy never
-  // queues behind another slot's waits.
-  std::vector<cudaStream_t> copy_streams, h2d_streams;
+  // Prefill GPU: peer copies, or device -> pinned host copies when bouncing. Decode GPU: pinned
+  // host -> device copies when bouncing (else null).
+  cudaStream_t copy_stream = nullptr, h2d_stream = nullptr;
   std::vector<std::byte*> staging, landing, host;
   std::vector<cudaEvent_t> gathered, moved, staged_out, scattered;
   uint64_t next_piece = 0;
@@ -283,18 +289,19 @@ struct HandoffPipeline::Impl {
   ~Impl() {
     // Nothing may still be reading or writing the slots when they are freed.
     cudaSetDevice(prefill_device);
-    if (gather_stream) cudaStreamSynchronize(gather_stream);
-    for (cudaStream_t cs : copy_streams) cudaStreamSynchronize(cs);
+    for (cudaStream_t st : {gather_stream, copy_stream}) {
+      if (st) cudaStreamSynchronize(st);
+    }
     cudaSetDevice(decode_device);
-    for (cudaStream_t hs : h2d_streams) cudaStreamSynchronize(hs);
-    if (scatter_stream) cudaStreamSynchronize(scatter_stream);
+    for (cudaStream_t st : {h2d_stream, scatter_stream}) {
+      if (st) cudaStreamSynchronize(st);
+    }
     for (std::vector<cudaEvent_t>* events : {&gathered, &moved, &staged_out, &scattered}) {
       for (cudaEvent_t e : *events) cudaEventDestroy(e);
     }
-    for (cudaStream_t st : copy_streams) cudaStreamDestroy(st);
-    for (cudaStream_t st : h2d_streams) cudaStreamDestroy(st);
-    if (gather_stream) cudaStreamDestroy(gather_stream);
-    if (scatter_stream) cudaStreamDestroy(scatter_stream);
+    for (cudaStream_t st : {gather_stream, copy_stream, h2d_stream, scatter_stream}) {
+      if (st) cudaStreamDestroy(st);
+    }
     cudaSetDevice(prefill_device);
     for (std::byte* p : staging) cudaFree(p);
     cudaSetDevice(decode_device);
@@ -302,11 +309,9 @@ struct HandoffPipeline::Impl {
     for (std::byte* p : host) cudaFreeHost(p);
   }
 
-  static Status NewStream(int device, std::vector<cudaStream_t>& out) {
+  static Status NewStream(int device, cudaStream_t& out) {
     HANDOFF_CUDA_RETURN(cudaSetDevice(device), "set device");
-    cudaStream_t st;
-    HANDOFF_CUDA_RETURN(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream create");
-    out.push_back(st);
+    HANDOFF_CUDA_RETURN(cudaStreamCreateWithFlags(&out, cudaStreamNonBlocking), "stream create");
     return Status::Ok();
   }
   static Status NewEvent(int device, std::vector<cudaEvent_t>& out) {
@@ -347,22 +352,19 @@ struct HandoffPipeline::Impl {
         }
       }
     }
-    std::vector<cudaStream_t> one;
-    KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, one));
-    gather_stream = one.back();
-    KVPOOL_RETURN_IF_ERROR(NewStream(decode_device, one));
-    scatter_stream = one.back();
+    KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, gather_stream));
+    KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, copy_stream));
+    KVPOOL_RETURN_IF_ERROR(NewStream(decode_device, scatter_stream));
+    if (!peer) KVPOOL_RETURN_IF_ERROR(NewStream(decode_device, h2d_stream));
     for (uint32_t s = 0; s < options.slots; ++s) {
       KVPOOL_RETURN_IF_ERROR(NewBuffer(prefill_device, options.slot_bytes, staging));
       KVPOOL_RETURN_IF_ERROR(NewBuffer(decode_device, options.slot_bytes, landing));
       KVPOOL_RETURN_IF_ERROR(NewEvent(prefill_device, gathered));
       KVPOOL_RETURN_IF_ERROR(NewEvent(decode_device, scattered));
-      KVPOOL_RETURN_IF_ERROR(NewStream(prefill_device, copy_streams));
       if (peer) {
         KVPOOL_RETURN_IF_ERROR(NewEvent(prefill_device, moved));
       } else {
         KVPOOL_RETURN_IF_ERROR(NewEvent(prefill_device, staged_out));
-        KVPOOL_RETURN_IF_ERROR(NewStream(decode_device, h2d_streams));
         KVPOOL_RETURN_IF_ERROR(NewEvent(decode_device, moved));
         void* p = nullptr;
         HANDOFF_CUDA_RETURN(cudaHostAlloc(&p, options.slot_bytes, cudaHostAllocPortable), "pinned host slot");
@@ -378,71 +380,70 @@ struct HandoffPipeline::Impl {
     const DeviceKvTable* decode;
   };
 
-  // The peer copy of window piece k through slot s, on copy stream s (current device: the
-  // prefill GPU). Waits for the piece's gather and, on reuse, for the landing slot's previous scatter.
-  Status EnqueuePeerCopy(size_t k, uint32_t s, const Piece& pc) {
-    cudaStream_t cs = copy_streams[s];
-    HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, gathered[s], 0), "wait");
-    if (next_piece + k >= options.slots) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, scattered[s], 0), "wait");
-    HANDOFF_CUDA_RETURN(
-        cudaMemcpyPeerAsync(landing[s], decode_device, staging[s], prefill_device, pc.write->length, cs), "peer copy");
-    HANDOFF_CUDA_RETURN(cudaEventRecord(moved[s], cs), "record");
+  // One copy submission of the batch's pieces (slot k's staging/host -> landing/host) on `stream`.
+  Status CopyBatch(const std::vector<Piece>& pieces, size_t first, size_t n, const std::vector<std::byte*>& from,
+                   const std::vector<std::byte*>& to, cudaStream_t stream, const char* what) {
+    std::vector<void*> dsts(n);
+    std::vector<const void*> srcs(n);
+    std::vector<size_t> sizes(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t s = Slot(k);
+      dsts[k] = to[s];
+      srcs[k] = from[s];
+      sizes[k] = pieces[first + k].write->length;
+    }
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t attr_index = 0;
+    HANDOFF_CUDA_RETURN(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1, stream),
+                        what);
     return Status::Ok();
   }
 
-  // Enqueues pieces[first, first + n) (n <= S) through slots (next_piece + k) % S. REQUIRES:
+  uint32_t Slot(size_t k) const { return static_cast<uint32_t>((next_piece + k) % options.slots); }
+  // A slot's first use waits for nothing (its events were never recorded): those calls are skipped.
+  bool Reused(size_t k) const { return next_piece + k >= options.slots; }
+
+  // Enqueues the batch pieces[first, first + n) (n <= S) through slots Slot(0..n-1). REQUIRES:
   // every check passed.
-  Status EnqueueWindow(const std::vector<Piece>& pieces, size_t first, size_t n, const DeviceKvTable& prefill) {
-    const uint32_t S = options.slots;
-    auto slot = [&](size_t k) { return static_cast<uint32_t>((next_piece + k) % S); };
-    // A slot's first use waits for nothing (its events were never recorded): skip those calls.
-    auto reused = [&](size_t k) { return next_piece + k >= S; };
-    // 1. On the prefill GPU: each gather into staging[s] once the slot's previous piece has left
-    //    it; with peer access, the piece's copy right after its gather (copy streams live on the
-    //    prefill GPU too), so the first large write starts as soon as the first gather is done.
+  Status EnqueueBatch(const std::vector<Piece>& pieces, size_t first, size_t n, const DeviceKvTable& prefill) {
+    const uint32_t last = Slot(n - 1);
+    // 1. Gathers into staging[s], each once the slot's previous piece has left it.
     HANDOFF_CUDA_RETURN(cudaSetDevice(prefill_device), "set device");
     for (size_t k = 0; k < n; ++k) {
-      const uint32_t s = slot(k);
+      const uint32_t s = Slot(k);
       const Piece& pc = pieces[first + k];
-      if (reused(k)) {
+      if (Reused(k)) {
         HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(gather_stream, peer ? moved[s] : staged_out[s], 0), "wait");
       }
       KVPOOL_RETURN_IF_ERROR(
           EnqueueRows(true, *pc.pair, prefill, staging[s], gather_stream, pc.write, options.kernel_blocks));
-      HANDOFF_CUDA_RETURN(cudaEventRecord(gathered[s], gather_stream), "record");
-      if (peer) KVPOOL_RETURN_IF_ERROR(EnqueuePeerCopy(k, s, pc));
     }
-    // 2. Without peer access: the writes into landing[s] through pinned host memory, each once
-    //    the host and landing slots' previous piece has moved on.
-    if (!peer) {
-      for (size_t k = 0; k < n; ++k) {  // staging -> pinned host (prefill GPU's copy engine)
-        const uint32_t s = slot(k);
-        cudaStream_t cs = copy_streams[s];
-        HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, gathered[s], 0), "wait");
-        if (reused(k)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(cs, moved[s], 0), "wait");  // host[s] free again
-        HANDOFF_CUDA_RETURN(
-            cudaMemcpyAsync(host[s], staging[s], pieces[first + k].write->length, cudaMemcpyDeviceToHost, cs),
-            "copy to pinned host");
-        HANDOFF_CUDA_RETURN(cudaEventRecord(staged_out[s], cs), "record");
-      }
+    HANDOFF_CUDA_RETURN(cudaEventRecord(gathered[last], gather_stream), "record");
+    // 2. The batch's copies, once gathered and once the landing slots' previous pieces are
+    //    scattered (with peer access); through pinned host memory otherwise, where the host slots'
+    //    previous pieces must also have moved on.
+    HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(copy_stream, gathered[last], 0), "wait");
+    if (peer) {
+      if (Reused(n - 1)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(copy_stream, scattered[last], 0), "wait");
+      KVPOOL_RETURN_IF_ERROR(CopyBatch(pieces, first, n, staging, landing, copy_stream, "peer copy"));
+      for (size_t k = 0; k < n; ++k) HANDOFF_CUDA_RETURN(cudaEventRecord(moved[Slot(k)], copy_stream), "record");
+    } else {
+      if (Reused(n - 1)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(copy_stream, moved[last], 0), "wait");
+      KVPOOL_RETURN_IF_ERROR(CopyBatch(pieces, first, n, staging, host, copy_stream, "copy to pinned host"));
+      for (size_t k = 0; k < n; ++k) HANDOFF_CUDA_RETURN(cudaEventRecord(staged_out[Slot(k)], copy_stream), "record");
       HANDOFF_CUDA_RETURN(cudaSetDevice(decode_device), "set device");
-      for (size_t k = 0; k < n; ++k) {  // pinned host -> landing (decode GPU's copy engine)
-        const uint32_t s = slot(k);
-        cudaStream_t hs = h2d_streams[s];
-        HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(hs, staged_out[s], 0), "wait");
-        if (reused(k)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(hs, scattered[s], 0), "wait");
-        HANDOFF_CUDA_RETURN(
-            cudaMemcpyAsync(landing[s], host[s], pieces[first + k].write->length, cudaMemcpyHostToDevice, hs),
-            "copy from pinned host");
-        HANDOFF_CUDA_RETURN(cudaEventRecord(moved[s], hs), "record");
-      }
+      HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(h2d_stream, staged_out[last], 0), "wait");
+      if (Reused(n - 1)) HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(h2d_stream, scattered[last], 0), "wait");
+      KVPOOL_RETURN_IF_ERROR(CopyBatch(pieces, first, n, host, landing, h2d_stream, "copy from pinned host"));
+      for (size_t k = 0; k < n; ++k) HANDOFF_CUDA_RETURN(cudaEventRecord(moved[Slot(k)], h2d_stream), "record");
     }
-    // 3. scatters from landing[s].
+    // 3. Scatters from landing[s], each freeing its slot as soon as it is done.
     HANDOFF_CUDA_RETURN(cudaSetDevice(decode_device), "set device");
+    HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(scatter_stream, moved[last], 0), "wait");
     for (size_t k = 0; k < n; ++k) {
-      const uint32_t s = slot(k);
+      const uint32_t s = Slot(k);
       const Piece& pc = pieces[first + k];
-      HANDOFF_CUDA_RETURN(cudaStreamWaitEvent(scatter_stream, moved[s], 0), "wait");
       KVPOOL_RETURN_IF_ERROR(
           EnqueueRows(false, *pc.pair, *pc.decode, landing[s], scatter_stream, pc.write, options.kernel_blocks));
       HANDOFF_CUDA_RETURN(cudaEventRecord(scattered[s], scatter_stream), "record");
@@ -509,9 +510,10 @@ Status HandoffPipeline::Transfer(const HandoffPlan& plan, uint32_t prefill_rank,
     const PairPlan& pair = plan.pair(prefill_rank, d);
     for (const HandoffWrite& w : pair.writes) pieces.push_back({&pair, &w, decode[d]});
   }
-  for (size_t first = 0; first < pieces.size(); first += m.options.slots) {
-    KVPOOL_RETURN_IF_ERROR(
-        m.EnqueueWindow(pieces, first, std::min<size_t>(m.options.slots, pieces.size() - first), prefill));
+  size_t first = 0;
+  for (size_t n : HandoffBatchSizes(pieces.size(), m.options.slots)) {
+    KVPOOL_RETURN_IF_ERROR(m.EnqueueBatch(pieces, first, n, prefill));
+    first += n;
   }
   HANDOFF_CUDA_RETURN(cudaSetDevice(m.decode_device), "set device");
   HANDOFF_CUDA_RETURN(cudaEventRecord(done, m.scatter_stream), "record completion");
@@ -522,9 +524,9 @@ Status HandoffPipeline::Synchronize() {
   Impl& m = *impl_;
   HANDOFF_CUDA_RETURN(cudaSetDevice(m.prefill_device), "set device");
   HANDOFF_CUDA_RETURN(cudaStreamSynchronize(m.gather_stream), "gather stream");
-  for (cudaStream_t cs : m.copy_streams) HANDOFF_CUDA_RETURN(cudaStreamSynchronize(cs), "copy stream");
+  HANDOFF_CUDA_RETURN(cudaStreamSynchronize(m.copy_stream), "copy stream");
   HANDOFF_CUDA_RETURN(cudaSetDevice(m.decode_device), "set device");
-  for (cudaStream_t hs : m.h2d_streams) HANDOFF_CUDA_RETURN(cudaStreamSynchronize(hs), "h2d stream");
+  if (m.h2d_stream) HANDOFF_CUDA_RETURN(cudaStreamSynchronize(m.h2d_stream), "h2d stream");
   HANDOFF_CUDA_RETURN(cudaStreamSynchronize(m.scatter_stream), "scatter stream");
   return Status::Ok();
 }

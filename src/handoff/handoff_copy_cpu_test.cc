@@ -177,5 +177,30 @@ TEST(HandoffCopyCpuTest, WithoutAGpuTheCudaPathIsUnavailable) {
   EXPECT_EQ(DeviceKvTable::Upload(f.src->cache(), f.src_table, 0).status().code(), StatusCode::kUnavailable);
 }
 
+// The pipeline's copy submissions: every piece exactly once; the first and last alone; none
+// larger than half the slots (so a batch never holds one slot twice).
+TEST(HandoffCopyCpuTest, BatchSizesCoverEveryPieceOnce) {
+  EXPECT_TRUE(HandoffBatchSizes(0, 8).empty());
+  EXPECT_EQ(HandoffBatchSizes(1, 8), (std::vector<size_t>{1}));
+  EXPECT_EQ(HandoffBatchSizes(2, 8), (std::vector<size_t>{1, 1}));
+  EXPECT_EQ(HandoffBatchSizes(12, 8), (std::vector<size_t>{1, 2, 4, 2, 2, 1}));  // the published example
+  EXPECT_EQ(HandoffBatchSizes(12, 4), (std::vector<size_t>{1, 2, 2, 2, 2, 2, 1}));
+  EXPECT_EQ(HandoffBatchSizes(5, 3), (std::vector<size_t>{1, 1, 1, 1, 1}));
+  for (uint32_t slots = 1; slots <= 9; ++slots) {
+    for (size_t pieces = 1; pieces <= 40; ++pieces) {
+      const std::vector<size_t> sizes = HandoffBatchSizes(pieces, slots);
+      size_t total = 0;
+      for (size_t n : sizes) {
+        EXPECT_GE(n, 1u);
+        EXPECT_LE(n, std::max<size_t>(1, slots / 2));
+        total += n;
+      }
+      EXPECT_EQ(total, pieces);
+      EXPECT_EQ(sizes.front(), 1u);
+      EXPECT_EQ(sizes.back(), 1u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvpool::handoff

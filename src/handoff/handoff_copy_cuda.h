@@ -18,6 +18,7 @@
 // this header compiles without the CUDA toolkit.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,7 +78,10 @@ Status ScatterCuda(const PairPlan& pair, const std::byte* buffer, const DeviceKv
                    const HandoffWrite* piece = nullptr);
 
 struct HandoffPipelineOptions {
-  uint32_t slots = 3;                           // staging and landing slots (>= 2 to overlap)
+  // Staging and landing slots (>= 2 to overlap). Copies are submitted in batches of up to
+  // slots / 2 pieces (HandoffBatchSizes), so one batch's gathers fill staging while the
+  // previous batch is copied.
+  uint32_t slots = 8;
   uint64_t slot_bytes = kDefaultMaxWriteBytes;  // >= the plan's largest write
   bool allow_peer = true;                       // false: always bounce through pinned host memory
                                                 // (even when both sides are one GPU)
@@ -86,6 +90,26 @@ struct HandoffPipelineOptions {
   // the copy engine and to the model running beside the handoff.
   uint32_t kernel_blocks = 0;
 };
+
+// How HandoffPipeline groups a request's `pieces` into copy submissions: batches of 1, 2, 4, ...
+// pieces from the front and ..., 4, 2, 1 towards the back, at most max(1, slots / 2) each. Small
+// at the front so the copy engine never waits long for a batch's gathers (the first copy waits
+// for one); small at the back so only one scatter follows the last copy.
+inline std::vector<size_t> HandoffBatchSizes(size_t pieces, uint32_t slots) {
+  const size_t cap = std::max<size_t>(1, slots / 2);
+  std::vector<size_t> head, tail;
+  size_t left = pieces;
+  for (size_t n = 1; left > 0; n = std::min(2 * n, cap)) {
+    for (std::vector<size_t>* end : {&head, &tail}) {
+      const size_t take = std::min(n, left);
+      if (take == 0) break;
+      end->push_back(take);
+      left -= take;
+    }
+  }
+  head.insert(head.end(), tail.rbegin(), tail.rend());
+  return head;
+}
 
 // Same-host GPU -> GPU handoff from one prefill GPU to one decode GPU (they may be the same GPU).
 // Owns its streams, events and slot buffers. One thread at a time.

@@ -128,7 +128,7 @@ TEST_F(HandoffGpuTest, KernelsAndPipelineMatchTheCpuReference) {
       for (uint32_t d = 0; d < c.decode.dcp_ranks; ++d) Reset(s.decode[d], dec[d]);
       HandoffPipelineOptions po;
       po.slot_bytes = opt.max_write_bytes;
-      po.slots = 2 + static_cast<uint32_t>(rng() % 3);
+      po.slots = 2 + static_cast<uint32_t>(rng() % 8);  // copy batches of 1 to 4 pieces
       po.allow_peer = allow_peer;
       po.kernel_blocks = rng() % 2 ? 0 : 1 + static_cast<uint32_t>(rng() % 3);  // capped grids stride
       SCOPED_TRACE("slots " + std::to_string(po.slots) + ", kernel blocks " + std::to_string(po.kernel_blocks));
