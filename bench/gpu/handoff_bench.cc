@@ -16,9 +16,10 @@
 // before the first enqueue to the pipeline's completion event (so the host's enqueue time
 // counts); (a) and (c) on the prefill GPU's stream. Targets: (b) >= 80% of (c)'s GB/s, and
 // (b) >= 50x faster than (a). (a) warms up on a 16,384-copy sample, then runs in full
-// --per-token-repeats times (default 3). Also reported: the gather and scatter kernels alone, and
-// (c)'s bytes cut into (b)'s pieces and copied without kernels, as separate copies and as one
-// cudaMemcpyBatchAsync (what the write-size cap costs, and what batching wins back).
+// --per-token-repeats times (default 3). Also reported: (b) submitting one copy per piece instead
+// of batches, the gather and scatter kernels alone, and (c)'s bytes cut into (b)'s pieces and
+// copied without kernels, as separate copies and as one cudaMemcpyBatchAsync (what the
+// write-size cap costs, and what batching wins back).
 //
 // Usage: handoff_bench [--json FILE] [--repeats N] [--per-token-repeats N] [--max-write-bytes B]
 //                      [--slots N] [--kernel-blocks N] [--sweep]
@@ -223,6 +224,10 @@ int main(int argc, char** argv) {
   auto pipe_or = HandoffPipeline::Create(P, D, po);  // also enables peer access both ways
   CHECK_OK(pipe_or.status());
   HandoffPipeline& pipe = **pipe_or;
+  HandoffPipelineOptions unbatched = po;  // the same pipeline submitting one copy per piece
+  unbatched.batch_copies = false;
+  auto unbatched_or = HandoffPipeline::Create(P, D, unbatched);
+  CHECK_OK(unbatched_or.status());
 
   cudaStream_t ps, ds;
   cudaEvent_t p0, p1, d0, d1;
@@ -411,16 +416,18 @@ int main(int argc, char** argv) {
   // Warm-ups, then medians. The per-token warm-up is a 16,384-copy sample.
   run_per_token(std::min<size_t>(copies.size(), 16384));
   run_pipelined(nullptr);
+  run_pipeline(**unbatched_or, nullptr);
   run_peer();
   run_gather();
   run_scatter();
   run_chunked();
   run_chunked_batch();
-  std::vector<double> a, b, c, enq, g, s, ch, chb;
+  std::vector<double> a, b, b1, c, enq, g, s, ch, chb;
   for (int i = 0; i < per_token_repeats; ++i) a.push_back(run_per_token(copies.size()));
   for (int i = 0; i < repeats; ++i) {
     double e = 0;
     b.push_back(run_pipelined(&e));
+    b1.push_back(run_pipeline(**unbatched_or, nullptr));
     enq.push_back(e);
     c.push_back(run_peer());
     g.push_back(run_gather());
@@ -479,7 +486,7 @@ int main(int argc, char** argv) {
       chunked_sweep.push_back({n, Median(t)});
     }
   }
-  const double a_ms = Median(a), b_ms = Median(b), c_ms = Median(c), enq_ms = Median(enq);
+  const double a_ms = Median(a), b_ms = Median(b), b1_ms = Median(b1), c_ms = Median(c), enq_ms = Median(enq);
   const double g_ms = Median(g), s_ms = Median(s), ch_ms = Median(ch), chb_ms = Median(chb);
   auto gbps = [&](double ms) { return bytes / (ms * 1e-3) / 1e9; };
   const double ratio = gbps(b_ms) / gbps(c_ms);
@@ -499,6 +506,7 @@ int main(int argc, char** argv) {
       {"per_token", "(a) one peer copy per token per layer", per_token_writes, a_ms},
       {"pipelined", "(b) gather + large writes + scatter", plan.rank_writes(stage), b_ms},
       {"peer_copy", "(c) plain peer copy, same bytes", 1, c_ms},
+      {"pipelined_unbatched", "    (b) with one copy submission per piece", plan.rank_writes(stage), b1_ms},
       {"gather_kernel", "    gather kernels alone (GPU 0)", 0, g_ms},
       {"scatter_kernel", "    scatter kernels alone (decode GPU)", 0, s_ms},
       {"chunked_peer_copy", "    (c) cut into (b)'s pieces, no kernels", plan.rank_writes(stage), ch_ms},

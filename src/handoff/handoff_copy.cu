@@ -380,7 +380,8 @@ struct HandoffPipeline::Impl {
     const DeviceKvTable* decode;
   };
 
-  // One copy submission of the batch's pieces (slot k's staging/host -> landing/host) on `stream`.
+  // The batch's copies (slot k's staging/host -> landing/host) on `stream`: one submission, or
+  // one per piece without batching.
   Status CopyBatch(const std::vector<Piece>& pieces, size_t first, size_t n, const std::vector<std::byte*>& from,
                    const std::vector<std::byte*>& to, cudaStream_t stream, const char* what) {
     std::vector<void*> dsts(n);
@@ -392,11 +393,19 @@ struct HandoffPipeline::Impl {
       srcs[k] = from[s];
       sizes[k] = pieces[first + k].write->length;
     }
-    cudaMemcpyAttributes attr{};
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    size_t attr_index = 0;
-    HANDOFF_CUDA_RETURN(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1, stream),
-                        what);
+    if (options.batch_copies) {
+      cudaMemcpyAttributes attr{};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      size_t attr_index = 0;
+      const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1, stream);
+      if (e == cudaSuccess) return Status::Ok();
+      if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver) return CudaError(e, what);
+      cudaGetLastError();
+      options.batch_copies = false;  // a driver older than the batch API: one copy per piece from now on
+    }
+    for (size_t k = 0; k < n; ++k) {
+      HANDOFF_CUDA_RETURN(cudaMemcpyAsync(dsts[k], srcs[k], sizes[k], cudaMemcpyDefault, stream), what);
+    }
     return Status::Ok();
   }
 

@@ -82,6 +82,9 @@ struct HandoffPipelineOptions {
   // slots / 2 pieces (HandoffBatchSizes), so one batch's gathers fill staging while the
   // previous batch is copied.
   uint32_t slots = 8;
+  // Submit each batch as one cudaMemcpyBatchAsync (false: one copy per piece, as before batching;
+  // the pipeline also falls back to that when the driver lacks the batch API).
+  bool batch_copies = true;
   uint64_t slot_bytes = kDefaultMaxWriteBytes;  // >= the plan's largest write
   bool allow_peer = true;                       // false: always bounce through pinned host memory
                                                 // (even when both sides are one GPU)

@@ -129,9 +129,11 @@ TEST_F(HandoffGpuTest, KernelsAndPipelineMatchTheCpuReference) {
       HandoffPipelineOptions po;
       po.slot_bytes = opt.max_write_bytes;
       po.slots = 2 + static_cast<uint32_t>(rng() % 8);  // copy batches of 1 to 4 pieces
+      po.batch_copies = rng() % 4 != 0;                   // sometimes one copy per piece
       po.allow_peer = allow_peer;
       po.kernel_blocks = rng() % 2 ? 0 : 1 + static_cast<uint32_t>(rng() % 3);  // capped grids stride
-      SCOPED_TRACE("slots " + std::to_string(po.slots) + ", kernel blocks " + std::to_string(po.kernel_blocks));
+      SCOPED_TRACE("slots " + std::to_string(po.slots) + ", kernel blocks " + std::to_string(po.kernel_blocks) +
+                   (po.batch_copies ? ", batched copies" : ", one copy per piece"));
       auto pipe = HandoffPipeline::Create(prefill_device_, decode_device_, po);
       ASSERT_TRUE(pipe.ok()) << pipe.status().ToString();
       CUDA_OK(cudaSetDevice(decode_device_));
