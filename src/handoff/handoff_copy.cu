@@ -174,6 +174,14 @@ int HandoffCudaDeviceCount() {
 
 Result<std::unique_ptr<DeviceKvTable>> DeviceKvTable::Upload(const PagedKvCache& cache, std::span<const BlockId> table,
                                                              int device) {
+  KVPOOL_RETURN_IF_ERROR(CheckDevice(device));
+  std::unique_ptr<DeviceKvTable> t(new DeviceKvTable());
+  t->device_ = device;
+  KVPOOL_RETURN_IF_ERROR(t->Reload(cache, table));
+  return Result<std::unique_ptr<DeviceKvTable>>(std::move(t));
+}
+
+Status DeviceKvTable::Reload(const PagedKvCache& cache, std::span<const BlockId> table) {
   KVPOOL_RETURN_IF_ERROR(cache.Validate());
   for (size_t b = 0; b < table.size(); ++b) {
     if (table[b] < 0 || static_cast<uint64_t>(table[b]) >= cache.num_blocks) {
@@ -181,40 +189,59 @@ Result<std::unique_ptr<DeviceKvTable>> DeviceKvTable::Upload(const PagedKvCache&
                              std::to_string(table[b]) + ", cache has " + std::to_string(cache.num_blocks) + " blocks");
     }
   }
-  KVPOOL_RETURN_IF_ERROR(CheckDevice(device));
-  HANDOFF_CUDA_RETURN(cudaSetDevice(device), "set device");
+  HANDOFF_CUDA_RETURN(cudaSetDevice(device_), "set device");
+  // The same planes as last time (the usual case: one cache, a new request's table) were checked
+  // and are on the device already.
+  const bool same_planes = plane_bases_ != nullptr && cache.plane_bases == cache_.plane_bases;
   uint64_t align = uint64_t{16} | cache.layout.block_stride() | cache.layout.plane_token_bytes();
   for (std::byte* base : cache.plane_bases) {
+    align |= reinterpret_cast<uintptr_t>(base);
+    if (same_planes) continue;
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, base) != cudaSuccess) {
       cudaGetLastError();
       attr.type = cudaMemoryTypeUnregistered;
     }
     const bool usable =
-        (attr.type == cudaMemoryTypeDevice && attr.device == device) || attr.type == cudaMemoryTypeManaged;
+        (attr.type == cudaMemoryTypeDevice && attr.device == device_) || attr.type == cudaMemoryTypeManaged;
     if (!usable) {
       return InvalidArgument("handoff device table: a plane base is not device memory of GPU " +
-                             std::to_string(device));
+                             std::to_string(device_));
     }
-    align |= reinterpret_cast<uintptr_t>(base);
   }
-  std::unique_ptr<DeviceKvTable> t(new DeviceKvTable());
-  t->cache_ = cache;
-  t->table_.assign(table.begin(), table.end());
-  t->device_ = device;
-  t->alignment_ = LowestPowerOfTwo(align, 16);
-  const size_t planes_bytes = cache.plane_bases.size() * sizeof(std::byte*);
-  const size_t table_bytes = std::max<size_t>(1, table.size()) * sizeof(BlockId);
-  HANDOFF_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&t->plane_bases_), planes_bytes), "malloc plane bases");
-  HANDOFF_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&t->block_table_), table_bytes), "malloc block table");
-  HANDOFF_CUDA_RETURN(cudaMemcpy(t->plane_bases_, cache.plane_bases.data(), planes_bytes, cudaMemcpyHostToDevice),
-                      "copy plane bases");
+  // From here on only CUDA calls can fail; until they all succeeded the table describes no cache,
+  // so every launch with it fails its checks instead of reading half-updated arrays.
+  cache_ = PagedKvCache{};
+  table_.clear();
+  if (!same_planes) {
+    const size_t planes_bytes = cache.plane_bases.size() * sizeof(std::byte*);
+    if (cache.plane_bases.size() > plane_capacity_) {
+      if (plane_bases_) cudaFree(plane_bases_);
+      plane_bases_ = nullptr;
+      plane_capacity_ = 0;
+      HANDOFF_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&plane_bases_), planes_bytes), "malloc plane bases");
+      plane_capacity_ = cache.plane_bases.size();
+    }
+    HANDOFF_CUDA_RETURN(cudaMemcpy(plane_bases_, cache.plane_bases.data(), planes_bytes, cudaMemcpyHostToDevice),
+                        "copy plane bases");
+  }
+  if (block_table_ == nullptr || table.size() > table_capacity_) {
+    if (block_table_) cudaFree(block_table_);
+    block_table_ = nullptr;
+    table_capacity_ = 0;
+    const size_t entries = std::max<size_t>(1, table.size());
+    HANDOFF_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&block_table_), entries * sizeof(BlockId)),
+                        "malloc block table");
+    table_capacity_ = entries;
+  }
   if (!table.empty()) {
-    HANDOFF_CUDA_RETURN(
-        cudaMemcpy(t->block_table_, table.data(), table.size() * sizeof(BlockId), cudaMemcpyHostToDevice),
-        "copy block table");
+    HANDOFF_CUDA_RETURN(cudaMemcpy(block_table_, table.data(), table.size() * sizeof(BlockId), cudaMemcpyHostToDevice),
+                        "copy block table");
   }
-  return Result<std::unique_ptr<DeviceKvTable>>(std::move(t));
+  cache_ = cache;
+  table_.assign(table.begin(), table.end());
+  alignment_ = LowestPowerOfTwo(align, 16);
+  return Status::Ok();
 }
 
 DeviceKvTable::~DeviceKvTable() {
@@ -397,7 +424,8 @@ struct HandoffPipeline::Impl {
       cudaMemcpyAttributes attr{};
       attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
       size_t attr_index = 0;
-      const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1, stream);
+      const cudaError_t e =
+          cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &attr_index, 1, stream);
       if (e == cudaSuccess) return Status::Ok();
       if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver) return CudaError(e, what);
       cudaGetLastError();

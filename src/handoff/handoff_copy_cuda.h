@@ -34,7 +34,7 @@ struct CUevent_st;   // cudaEvent_t is CUevent_st*
 namespace kvpool::handoff {
 
 // A cache and one request's block table as the kernels see them, on the cache's GPU. Owns its
-// two small device arrays. Immutable once made.
+// two small device arrays.
 class DeviceKvTable {
  public:
   // Validates `cache` (its planes must be memory of `device`) and that EVERY id in `table` is
@@ -42,6 +42,12 @@ class DeviceKvTable {
   // to `device` (synchronously: the caller may reuse `table` at once). UNAVAILABLE without CUDA.
   static Result<std::unique_ptr<DeviceKvTable>> Upload(const PagedKvCache& cache, std::span<const BlockId> table,
                                                        int device);
+  // The same for the next request on this table's GPU, reusing the device arrays when they are
+  // large enough (and the plane bases as they are when `cache` has the same planes), so a
+  // request costs one small copy instead of allocations. REQUIRES: nothing enqueued with this
+  // table is still running. After a failure the table describes no cache: launches with it
+  // fail their checks.
+  Status Reload(const PagedKvCache& cache, std::span<const BlockId> table);
   ~DeviceKvTable();
   DeviceKvTable(const DeviceKvTable&) = delete;
   DeviceKvTable& operator=(const DeviceKvTable&) = delete;
@@ -64,6 +70,7 @@ class DeviceKvTable {
   int device_ = -1;
   std::byte** plane_bases_ = nullptr;
   BlockId* block_table_ = nullptr;
+  size_t plane_capacity_ = 0, table_capacity_ = 0;  // entries the device arrays hold
   uint32_t alignment_ = 1;
 };
 

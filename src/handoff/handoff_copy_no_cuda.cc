@@ -12,6 +12,7 @@ Status NoCuda() { return Unavailable("kvpool was built without KVPOOL_CUDA: no G
 Result<std::unique_ptr<DeviceKvTable>> DeviceKvTable::Upload(const PagedKvCache&, std::span<const BlockId>, int) {
   return NoCuda();
 }
+Status DeviceKvTable::Reload(const PagedKvCache&, std::span<const BlockId>) { return NoCuda(); }
 DeviceKvTable::~DeviceKvTable() = default;
 
 Status GatherCuda(const PairPlan&, const DeviceKvTable&, std::byte*, CUstream_st*, const HandoffWrite*) {

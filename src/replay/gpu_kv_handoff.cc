@@ -2,7 +2,8 @@
 // (stage GPU, decode GPU) pair, made on first use and kept. Per request, for every stage and
 // every GPU holding decode DCP ranks, that pair's pipeline gathers the stage's layers of those
 // ranks' tokens into pieces of at most max_write_bytes, copies them over and scatters them;
-// Transfer waits on each pair's completion event.
+// Transfer waits on each pair's completion event. The device block tables are kept and reloaded
+// per request (no allocation per request once they are large enough).
 #include <cuda_runtime.h>
 
 #include <map>
@@ -37,40 +38,38 @@ class GpuKvHandoff final : public KvHandoff {
     po.max_write_bytes = max_write_bytes_;
     auto plan = handoff::PlanHandoff(layouts->prefill, layouts->decode, 0, r.tokens, po);
     if (!plan.ok()) return plan.status();
-    // Uploaded tables must outlive the transfers they describe: kept until every event fired.
-    std::vector<std::unique_ptr<handoff::DeviceKvTable>> decode_tables, stage_tables;
+    // Every table first, so the stages' transfers start back to back.
+    for (size_t d = 0; d < r.decode_caches.size(); ++d) {
+      KVPOOL_RETURN_IF_ERROR(
+          Load(decode_tables_, d, *r.decode_caches[d], r.decode_block_tables[d], r.decode_devices[d]));
+    }
+    for (size_t s = 0; s < r.stage_caches.size(); ++s) {
+      KVPOOL_RETURN_IF_ERROR(Load(stage_tables_, s, *r.stage_caches[s], r.stage_block_tables[s], r.stage_devices[s]));
+    }
     // Per decode GPU, its ranks' tables (null for ranks on other GPUs).
     std::map<int, std::vector<const handoff::DeviceKvTable*>> by_device;
     for (size_t d = 0; d < r.decode_caches.size(); ++d) {
-      auto table = handoff::DeviceKvTable::Upload(*r.decode_caches[d], r.decode_block_tables[d], r.decode_devices[d]);
-      if (!table.ok()) return table.status();
-      decode_tables.push_back(std::move(table).value());
       auto& ranks = by_device[r.decode_devices[d]];
       ranks.resize(r.decode_caches.size(), nullptr);
-      ranks[d] = decode_tables.back().get();
+      ranks[d] = decode_tables_[d].get();
     }
     std::vector<cudaEvent_t> pending;
     Status failed;
     for (uint32_t s = 0; s < r.stage_caches.size() && failed.ok(); ++s) {
-      auto table = handoff::DeviceKvTable::Upload(*r.stage_caches[s], r.stage_block_tables[s], r.stage_devices[s]);
-      if (!table.ok()) {
-        failed = table.status();
-        break;
-      }
-      stage_tables.push_back(std::move(table).value());
       for (const auto& [device, ranks] : by_device) {
         auto link = LinkFor(r.stage_devices[s], device);
         if (!link.ok()) {
           failed = link.status();
           break;
         }
-        failed = link->first->Transfer(*plan, s, *stage_tables.back(), ranks, link->second);
+        failed = link->first->Transfer(*plan, s, *stage_tables_[s], ranks, link->second);
         if (!failed.ok()) break;
         pending.push_back(link->second);
       }
     }
     // Wait for whatever was enqueued, even after a failure: nothing may still be writing into
-    // decode's cache when the caller frees or reuses its blocks.
+    // decode's cache when the caller frees or reuses its blocks, nor reading the tables when the
+    // next request reloads them.
     for (cudaEvent_t done : pending) {
       const cudaError_t e = cudaEventSynchronize(done);
       if (e != cudaSuccess && failed.ok()) failed = Internal(fmt::format("gpu handoff: {}", cudaGetErrorString(e)));
@@ -82,6 +81,17 @@ class GpuKvHandoff final : public KvHandoff {
   const char* name() const override { return "gpu"; }
 
  private:
+  // tables[i] <- (cache, table) on `device`: reloaded in place, or made when absent or elsewhere.
+  static Status Load(std::vector<std::unique_ptr<handoff::DeviceKvTable>>& tables, size_t i,
+                     const connector::PagedKvCache& cache, std::span<const connector::BlockId> table, int device) {
+    if (tables.size() <= i) tables.resize(i + 1);
+    if (tables[i] && tables[i]->device() == device) return tables[i]->Reload(cache, table);
+    auto made = handoff::DeviceKvTable::Upload(cache, table, device);
+    if (!made.ok()) return made.status();
+    tables[i] = std::move(made).value();
+    return Status::Ok();
+  }
+
   // The pipeline from one stage GPU to one decode GPU and its completion event (one request at a
   // time per pair, so one event suffices).
   Result<std::pair<handoff::HandoffPipeline*, cudaEvent_t>> LinkFor(int stage_device, int decode_device) {
@@ -102,6 +112,8 @@ class GpuKvHandoff final : public KvHandoff {
   }
 
   const uint64_t max_write_bytes_;
+  // The current request's device tables, per decode rank and per stage, reloaded per request.
+  std::vector<std::unique_ptr<handoff::DeviceKvTable>> decode_tables_, stage_tables_;
   std::map<std::pair<int, int>, std::unique_ptr<handoff::HandoffPipeline>> pipelines_;
   std::map<std::pair<int, int>, cudaEvent_t> events_;
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
 #include <vector>
 
 #include "handoff/handoff_copy.h"
@@ -152,6 +153,58 @@ TEST_F(HandoffGpuTest, KernelsAndPipelineMatchTheCpuReference) {
       CUDA_OK(cudaEventDestroy(done));
     }
   }
+}
+
+// The replay keeps one DeviceKvTable per cache and reloads it per request. Tables first made
+// for a one-block request must grow on reload; a reload with a bad id changes nothing; after the
+// reload the pipeline's result equals the CPU reference.
+TEST_F(HandoffGpuTest, ReloadedTablesServeTheNextRequest) {
+  std::mt19937_64 rng(21);
+  testing::RandomCase c = testing::MakeRandomCase(rng);
+  testing::HostScenario s = testing::MakeHostScenario(c, rng);
+  auto plan = PlanHandoff(c.prefill, c.decode, c.first_token, c.end_token);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const auto want = testing::ExpectedDecodePlanes(s);
+  std::vector<DeviceCache> pre(c.prefill.num_ranks()), dec(c.decode.dcp_ranks);
+  std::vector<std::unique_ptr<DeviceKvTable>> pre_t, dec_t;
+  std::vector<const DeviceKvTable*> dec_ptrs;
+  for (uint32_t p = 0; p < c.prefill.num_ranks(); ++p) {
+    Upload(s.prefill[p], prefill_device_, pre[p]);
+    auto t = DeviceKvTable::Upload(pre[p].cache, std::span(s.prefill_tables[p]).first(1), prefill_device_);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    pre_t.push_back(std::move(*t));
+  }
+  for (uint32_t d = 0; d < c.decode.dcp_ranks; ++d) {
+    Upload(s.decode[d], decode_device_, dec[d]);
+    auto t = DeviceKvTable::Upload(dec[d].cache, std::span(s.decode_tables[d]).first(1), decode_device_);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    dec_t.push_back(std::move(*t));
+    dec_ptrs.push_back(dec_t.back().get());
+  }
+  auto bad = s.decode_tables[0];
+  bad.back() = static_cast<BlockId>(dec[0].cache.num_blocks);
+  EXPECT_EQ(dec_t[0]->Reload(dec[0].cache, bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dec_t[0]->table().size(), 1u);  // unchanged
+  for (uint32_t p = 0; p < c.prefill.num_ranks(); ++p) {
+    ASSERT_TRUE(pre_t[p]->Reload(pre[p].cache, s.prefill_tables[p]).ok());
+  }
+  for (uint32_t d = 0; d < c.decode.dcp_ranks; ++d) {
+    ASSERT_TRUE(dec_t[d]->Reload(dec[d].cache, s.decode_tables[d]).ok());
+  }
+  auto pipe = HandoffPipeline::Create(prefill_device_, decode_device_);
+  ASSERT_TRUE(pipe.ok()) << pipe.status().ToString();
+  CUDA_OK(cudaSetDevice(decode_device_));
+  cudaEvent_t done;
+  CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  for (uint32_t p = 0; p < c.prefill.num_ranks(); ++p) {
+    const Status st = (*pipe)->Transfer(*plan, p, *pre_t[p], dec_ptrs, done);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  CUDA_OK(cudaEventSynchronize(done));
+  for (uint32_t d = 0; d < c.decode.dcp_ranks; ++d) {
+    ExpectSame(want[d], dec[d], "reloaded tables, rank " + std::to_string(d));
+  }
+  CUDA_OK(cudaEventDestroy(done));
 }
 
 TEST_F(HandoffGpuTest, BadTablesAreRejectedBeforeAnyLaunch) {
