@@ -1,12 +1,14 @@
 // The CUDA handoff against the CPU reference (src/handoff): for random layouts (PP splits, W,
 // interleave, block sizes, latent and K/V split, strided blocks, odd row sizes that force every
 // load width) the CUDA gather + copy + scatter and the pipelined transfer (peer copy, and the
-// pinned-host bounce) leave the decode caches byte-identical to the CPU path: every token-layer at
-// its (rank, block, slot), every other byte untouched. Prefill caches live on GPU 0, decode caches
-// on GPU 1 when there are two GPUs, else on GPU 0 too. Skips when no GPU is present.
+// pinned-host bounce; batched or one copy per piece; fresh or reloaded device tables) leave the
+// decode caches byte-identical to the CPU path: every token-layer at its (rank, block, slot),
+// every other byte untouched. Prefill caches live on GPU 0, decode caches on GPU 1 when there
+// are two GPUs, else on GPU 0 too. Skips when no GPU is present.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <span>
 #include <vector>
@@ -170,21 +172,24 @@ TEST_F(HandoffGpuTest, ReloadedTablesServeTheNextRequest) {
   std::vector<const DeviceKvTable*> dec_ptrs;
   for (uint32_t p = 0; p < c.prefill.num_ranks(); ++p) {
     Upload(s.prefill[p], prefill_device_, pre[p]);
-    auto t = DeviceKvTable::Upload(pre[p].cache, std::span(s.prefill_tables[p]).first(1), prefill_device_);
+    const std::span<const BlockId> table(s.prefill_tables[p]);
+    auto t = DeviceKvTable::Upload(pre[p].cache, table.first(std::min<size_t>(1, table.size())), prefill_device_);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     pre_t.push_back(std::move(*t));
   }
   for (uint32_t d = 0; d < c.decode.dcp_ranks; ++d) {
     Upload(s.decode[d], decode_device_, dec[d]);
-    auto t = DeviceKvTable::Upload(dec[d].cache, std::span(s.decode_tables[d]).first(1), decode_device_);
+    const std::span<const BlockId> table(s.decode_tables[d]);
+    auto t = DeviceKvTable::Upload(dec[d].cache, table.first(std::min<size_t>(1, table.size())), decode_device_);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     dec_t.push_back(std::move(*t));
     dec_ptrs.push_back(dec_t.back().get());
   }
   auto bad = s.decode_tables[0];
-  bad.back() = static_cast<BlockId>(dec[0].cache.num_blocks);
+  bad.push_back(static_cast<BlockId>(dec[0].cache.num_blocks));
+  const size_t before = dec_t[0]->table().size();
   EXPECT_EQ(dec_t[0]->Reload(dec[0].cache, bad).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(dec_t[0]->table().size(), 1u);  // unchanged
+  EXPECT_EQ(dec_t[0]->table().size(), before);  // unchanged
   for (uint32_t p = 0; p < c.prefill.num_ranks(); ++p) {
     ASSERT_TRUE(pre_t[p]->Reload(pre[p].cache, s.prefill_tables[p]).ok());
   }
