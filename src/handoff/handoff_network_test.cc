@@ -135,6 +135,29 @@ TEST(HandoffNetwork, UnexpectedRequestAndOtherLayoutsAreRefusedAndTheConnectionL
   EXPECT_TRUE((*receiver)->Wait(2, Clock::now() + 5s).ok());
 }
 
+// A prefill cache named as GPU memory: refused before anything is sent (no KVPOOL_CUDA here, and
+// a negative device other than -1 is never valid); the connection stays usable.
+TEST(HandoffNetwork, DevicePrefillCacheWithoutCudaIsRefusedAndTheConnectionLives) {
+  if (HandoffCudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present: tests/gpu covers device prefill caches";
+  HostScenario s = FixedScenario();
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, {});
+  ASSERT_TRUE(receiver.ok());
+  ASSERT_TRUE((*receiver)->Expect(4, 0, 512, Targets(s)).ok());
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  ASSERT_TRUE(sender.ok());
+  Status st = (*sender)->Send(4, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s, 0);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  st = (*sender)->Send(4, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s, -2);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_TRUE((*sender)->Send(4, 0, 512, s.prefill[0].cache(), s.prefill_tables[0], Clock::now() + 5s).ok());
+  auto second = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE((*second)->Send(4, 0, 512, s.prefill[1].cache(), s.prefill_tables[1], Clock::now() + 5s).ok());
+  EXPECT_TRUE((*receiver)->Wait(4, Clock::now() + 5s).ok());
+  const auto want = testing::ExpectedDecodePlanes(s);
+  for (size_t d = 0; d < s.decode.size(); ++d) EXPECT_EQ(s.decode[d].planes(), want[d]) << "decode rank " << d;
+}
+
 // Raw socket helpers for a misbehaving sender.
 int RawConnect(const std::string& address) {
   auto a = transfer::ResolveTcpAddress(address);

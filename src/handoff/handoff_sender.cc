@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "handoff/device_gather.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
+#include "handoff/handoff_copy_cuda.h"
 #include "handoff/handoff_plan.h"
 #include "transfer/socket_util.h"
 #include "transfer/unique_fd.h"
@@ -56,7 +58,11 @@ struct HandoffSender::Impl {
   transfer::TransferEngine engine;
   uint64_t segment_id = 0;
   uint64_t slot_bytes = 0;
-  std::vector<std::byte> piece;  // one gathered piece, reused
+  std::vector<std::byte> piece;  // one gathered piece, reused (caches in host memory)
+  // Caches in GPU memory: the gather on that GPU and the current request's device table, both
+  // kept for the next request.
+  std::unique_ptr<DeviceGather> device_gather;
+  std::unique_ptr<DeviceKvTable> device_table;
   std::mutex mu;                 // one Send at a time
   Status broken;                 // set once the connection is unusable
 
@@ -80,8 +86,33 @@ struct HandoffSender::Impl {
     control.Reset();
     return why.code() == StatusCode::kTimeout ? why : Unavailable(why.message());
   }
+  // Readies device_gather and device_table for a cache on `device` (nothing is sent).
+  Status PrepareDevice(const PagedKvCache& cache, std::span<const BlockId> table, int device) {
+    if (!device_gather || device_gather->device() != device) {
+      device_gather.reset();
+      auto made = DeviceGather::Create(device, slot_bytes);
+      if (!made.ok()) return made.status();
+      device_gather = std::move(made).value();
+    }
+    if (device_table && device_table->device() == device) return device_table->Reload(cache, table);
+    device_table.reset();
+    auto table_on_device = DeviceKvTable::Upload(cache, table, device);
+    if (!table_on_device.ok()) return table_on_device.status();
+    device_table = std::move(table_on_device).value();
+    return Status::Ok();
+  }
+  // Gathers `write` of `pair` into host memory; returns where its bytes are.
+  Result<std::byte*> Gather(const PairPlan& pair, const HandoffWrite& write, const PagedKvCache& cache,
+                                  std::span<const BlockId> table, bool on_device) {
+    if (on_device) {
+      KVPOOL_RETURN_IF_ERROR(device_gather->GatherPiece(pair, write, *device_table));
+      return device_gather->host_piece();
+    }
+    KVPOOL_RETURN_IF_ERROR(GatherCpu(pair, cache, table, piece.data(), &write));
+    return piece.data();
+  }
   Status SendPart(uint64_t request_id, const HandoffPlan& plan, const PagedKvCache& cache,
-                  std::span<const BlockId> table, Clock::time_point deadline);
+                  std::span<const BlockId> table, bool on_device, Clock::time_point deadline);
 };
 
 Result<std::unique_ptr<HandoffSender>> HandoffSender::Connect(const std::string& address, PrefillLayout prefill,
@@ -129,10 +160,13 @@ HandoffSender::~HandoffSender() = default;
 std::string HandoffSender::transport() const { return impl_->engine.TransportFor(impl_->segment_id); }
 
 Status HandoffSender::Send(uint64_t request_id, uint64_t first_token, uint64_t end_token, const PagedKvCache& cache,
-                           std::span<const BlockId> table, std::chrono::steady_clock::time_point deadline) {
+                           std::span<const BlockId> table, std::chrono::steady_clock::time_point deadline,
+                           int cuda_device) {
   Impl& impl = *impl_;
   std::lock_guard<std::mutex> lock(impl.mu);
   if (!impl.broken.ok()) return impl.broken;
+  if (cuda_device < -1) return InvalidArgument(fmt::format("handoff sender: cuda_device {} (-1: host memory)", cuda_device));
+  if (cuda_device >= 0) KVPOOL_RETURN_IF_ERROR(impl.PrepareDevice(cache, table, cuda_device));
   // Planned with the receiver's slot size, so every piece fits one slot.
   auto plan = PlanHandoff(impl.prefill, impl.decode, first_token, end_token, {impl.slot_bytes});
   if (!plan.ok()) return plan.status();
@@ -149,24 +183,30 @@ Status HandoffSender::Send(uint64_t request_id, uint64_t first_token, uint64_t e
   auto began = impl.Exchange(begin, ControlType::kReply, deadline);
   if (!began.ok()) return began.status();
   if (!began->status().ok()) return began->status();
-  return impl.SendPart(request_id, *plan, cache, table, deadline);
+  return impl.SendPart(request_id, *plan, cache, table, cuda_device >= 0, deadline);
 }
 
 Status HandoffSender::Impl::SendPart(uint64_t request_id, const HandoffPlan& plan, const PagedKvCache& cache,
-                                     std::span<const BlockId> table, Clock::time_point deadline) {
+                                     std::span<const BlockId> table, bool on_device, Clock::time_point deadline) {
   for (uint32_t d = 0; d < decode.dcp_ranks; ++d) {
     const PairPlan& pair = plan.pair(rank, d);
     for (size_t w = 0; w < pair.writes.size(); ++w) {
       const HandoffWrite& write = pair.writes[w];
       // Gather before asking for a slot: the slot is held only while the bytes travel.
-      KVPOOL_RETURN_IF_ERROR(GatherCpu(pair, cache, table, piece.data(), &write));
+      // A gather that fails after Begin (a CUDA error) leaves the receiver waiting for this
+      // part: breaking the connection makes it fail the request now.
+      auto bytes = Gather(pair, write, cache, table, on_device);
+      if (!bytes.ok()) {
+        static_cast<void>(Break(bytes.status()));
+        return bytes.status();
+      }
       ControlMessage ask;
       ask.type = ControlType::kSlotRequest;
       ask.request_id = request_id;
       auto grant = Exchange(ask, ControlType::kSlotGrant, deadline);
       if (!grant.ok()) return grant.status();
       if (!grant->status().ok()) return grant->status();
-      const transfer::TransferRequest put{transfer::OpKind::kWrite, piece.data(), segment_id, grant->a, write.length};
+      const transfer::TransferRequest put{transfer::OpKind::kWrite, *bytes, segment_id, grant->a, write.length};
       Status written = engine.Transfer({&put, 1}, deadline);
       // A write that failed or ran late may still land: the receiver's slot cannot be trusted,
       // and only dropping the connection makes it quarantine the slot.
@@ -177,7 +217,7 @@ Status HandoffSender::Impl::SendPart(uint64_t request_id, const HandoffPlan& pla
       landed.a = grant->a;
       landed.b = d;
       landed.c = w;
-      landed.d = XXH3_64bits(piece.data(), write.length);
+      landed.d = XXH3_64bits(*bytes, write.length);
       auto announced = Exchange(landed, std::nullopt, deadline);
       if (!announced.ok()) return announced.status();
     }

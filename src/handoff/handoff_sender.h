@@ -11,7 +11,8 @@
 // (UNAVAILABLE / TIMEOUT) and breaks the connection: every later Send fails at once with
 // UNAVAILABLE; connect a new sender. The receiver's own refusals (NOT_FOUND for a request it
 // does not expect, INVALID_ARGUMENT for other layouts) fail only that request. The local
-// buffer is the sender's and is reused; nothing is left allocated per request.
+// buffer is the sender's and is reused (for a cache in GPU memory: one staging buffer on that GPU
+// and one page-locked host buffer, made on first use); nothing is left allocated per request.
 // One Send at a time (calls are serialised).
 #pragma once
 
@@ -44,9 +45,14 @@ class HandoffSender {
   HandoffSender& operator=(const HandoffSender&) = delete;
 
   // Moves this rank's layers of tokens [first_token, end_token) of `request_id` from `cache`
-  // (block table `table` over global tokens) to the decode ranks.
+  // (block table `table` over global tokens) to the decode ranks. `cuda_device` -1: the cache's
+  // planes are host memory (gathered on the CPU); otherwise the CUDA device whose memory they are
+  // (gathered there by the kernel into page-locked host memory, device_gather.h). A device cache
+  // without CUDA, or whose planes are not that device's memory, fails the request before anything
+  // is sent (UNAVAILABLE / INVALID_ARGUMENT); the connection stays usable.
   Status Send(uint64_t request_id, uint64_t first_token, uint64_t end_token, const PagedKvCache& cache,
-              std::span<const BlockId> table, std::chrono::steady_clock::time_point deadline);
+              std::span<const BlockId> table, std::chrono::steady_clock::time_point deadline,
+              int cuda_device = -1);
 
   // "shm" or "tcp": how pieces reach the landing segment.
   std::string transport() const;

@@ -1,5 +1,6 @@
 // The handoff between processes or hosts into decode caches in GPU memory: HandoffSender
-// (prefill caches in host memory, one thread per PP rank) -> transfer engine (shm and tcp) ->
+// (prefill caches in host memory, or in GPU memory where the kernel gathers each piece into
+// page-locked host memory; one thread per PP rank) -> transfer engine (shm and tcp) ->
 // HandoffReceiver, whose targets name a CUDA device, so every landed piece is copied to that GPU
 // and scattered there by the kernel. Each decode cache is copied back after Wait and must equal,
 // byte for byte, what the layout definition says (test_handoff_caches.h: every token-layer of
@@ -31,10 +32,11 @@ using testing::DeviceCache;
 using testing::ExpectSame;
 using testing::Upload;
 
-// A scenario whose decode caches are copied to GPUs (rank d on GPU d % gpus).
+// A scenario whose decode caches are copied to GPUs (rank d on GPU d % gpus), and optionally its
+// prefill caches (rank p on GPU p % gpus).
 struct GpuScenario {
   HostScenario s;
-  std::vector<std::unique_ptr<DeviceCache>> decode;
+  std::vector<std::unique_ptr<DeviceCache>> decode, prefill;
 
   std::vector<DecodeTarget> Targets() const {
     std::vector<DecodeTarget> targets;
@@ -45,16 +47,22 @@ struct GpuScenario {
   }
 };
 
-void ToGpus(HostScenario s, int gpus, GpuScenario& out) {
+void ToGpus(HostScenario s, int gpus, GpuScenario& out, bool prefill_too = false) {
   out.s = std::move(s);
   for (size_t d = 0; d < out.s.decode.size(); ++d) {
     out.decode.push_back(std::make_unique<DeviceCache>());
     Upload(out.s.decode[d], static_cast<int>(d % gpus), *out.decode.back());
   }
+  for (size_t p = 0; prefill_too && p < out.s.prefill.size(); ++p) {
+    out.prefill.push_back(std::make_unique<DeviceCache>());
+    Upload(out.s.prefill[p], static_cast<int>(p % gpus), *out.prefill.back());
+  }
 }
 
-// Every prefill rank sends its part from its own thread, as PP GPUs would.
-std::vector<Status> SendAllRanks(const std::string& address, const HostScenario& s, uint64_t request_id) {
+// Every prefill rank sends its part from its own thread, as PP GPUs would: from its GPU twin
+// when `prefill` has one for it, else from host memory.
+std::vector<Status> SendAllRanks(const std::string& address, const HostScenario& s, uint64_t request_id,
+                                 const std::vector<std::unique_ptr<DeviceCache>>& prefill = {}) {
   const uint32_t ranks = s.c.prefill.num_ranks();
   std::vector<Status> results(ranks);
   std::vector<std::thread> threads;
@@ -65,8 +73,10 @@ std::vector<Status> SendAllRanks(const std::string& address, const HostScenario&
         results[p] = sender.status();
         return;
       }
-      results[p] = (*sender)->Send(request_id, s.c.first_token, s.c.end_token, s.prefill[p].cache(),
-                                   s.prefill_tables[p], Clock::now() + 30s);
+      const bool on_gpu = p < prefill.size();
+      results[p] = (*sender)->Send(request_id, s.c.first_token, s.c.end_token,
+                                   on_gpu ? prefill[p]->cache : s.prefill[p].cache(), s.prefill_tables[p],
+                                   Clock::now() + 30s, on_gpu ? prefill[p]->device : -1);
     });
   }
   for (auto& t : threads) t.join();
@@ -118,18 +128,19 @@ class HandoffNetworkGpuTest : public ::testing::TestWithParam<bool> {  // param:
     o.landing_bytes = 4 * o.max_write_bytes;
     return o;
   }
-  // One request of `c` into GPU caches, checked byte for byte.
-  void HandOff(const testing::RandomCase& c, uint64_t seed, const std::string& what) {
+  // One request of `c` into GPU caches, checked byte for byte; from GPU prefill caches when
+  // `gpu_prefill`.
+  void HandOff(const testing::RandomCase& c, uint64_t seed, const std::string& what, bool gpu_prefill = false) {
     std::mt19937_64 rng(seed);
     GpuScenario g;
-    ToGpus(testing::MakeHostScenario(c, rng), gpus_, g);
+    ToGpus(testing::MakeHostScenario(c, rng), gpus_, g, gpu_prefill);
     ASSERT_FALSE(HasFatalFailure());
     const auto want = testing::ExpectedDecodePlanes(g.s);
     auto receiver = HandoffReceiver::Start(c.prefill, c.decode, Options());
     ASSERT_TRUE(receiver.ok()) << receiver.status().ToString();
     const Status expected = (*receiver)->Expect(1, c.first_token, c.end_token, g.Targets());
     ASSERT_TRUE(expected.ok()) << what << ": " << expected.ToString();
-    for (const Status& st : SendAllRanks((*receiver)->address(), g.s, 1)) {
+    for (const Status& st : SendAllRanks((*receiver)->address(), g.s, 1, g.prefill)) {
       ASSERT_TRUE(st.ok()) << what << ": " << st.ToString();
     }
     const Status ready = (*receiver)->Wait(1, Clock::now() + 30s);
@@ -159,6 +170,17 @@ TEST_P(HandoffNetworkGpuTest, RandomLayoutsLandInGpuCaches) {
   for (int round = 0; round < 6; ++round) {
     const testing::RandomCase c = testing::MakeRandomCase(rng);
     HandOff(c, rng(), "round " + std::to_string(round));
+  }
+}
+
+// Prefill caches in GPU memory: each piece is gathered by the kernel on the rank's GPU, copied to
+// page-locked host memory and sent from there.
+TEST_P(HandoffNetworkGpuTest, GpuPrefillCachesAreGatheredOnTheirGpus) {
+  HandOff(Latent(4, 16), 31, "latent DCP4 I16, GPU prefill", true);
+  HandOff(SplitKv(2, 3), 32, "K/V DCP2 I3, GPU prefill", true);
+  std::mt19937_64 rng(33);
+  for (int round = 0; round < 3; ++round) {
+    HandOff(testing::MakeRandomCase(rng), rng(), "GPU prefill, round " + std::to_string(round), true);
   }
 }
 
@@ -208,8 +230,8 @@ TEST_P(HandoffNetworkGpuTest, ConcurrentRequestsIntoGpuAndHostCaches) {
   EXPECT_EQ((*receiver)->stats().ready_requests, uint64_t{kRequests});
 }
 
-// A device target whose planes are host memory is the caller's error, refused before anything
-// is expected.
+// A device target (or device prefill cache) whose planes are host memory is the caller's error,
+// refused before anything is expected (or sent).
 TEST_P(HandoffNetworkGpuTest, HostMemoryNamedAsDeviceMemoryIsRefused) {
   std::mt19937_64 rng(29);
   HostScenario s = testing::MakeHostScenario(Latent(2, 1), rng);
@@ -220,6 +242,16 @@ TEST_P(HandoffNetworkGpuTest, HostMemoryNamedAsDeviceMemoryIsRefused) {
   const Status st = (*receiver)->Expect(1, s.c.first_token, s.c.end_token, targets);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
   EXPECT_EQ((*receiver)->Poll(1)->code(), StatusCode::kNotFound);
+  // The same on the sending side: refused before anything is sent, and the connection lives.
+  for (DecodeTarget& t : targets) t.cuda_device = -1;
+  ASSERT_TRUE((*receiver)->Expect(2, s.c.first_token, s.c.end_token, targets).ok());
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
+  ASSERT_TRUE(sender.ok());
+  const Status sent = (*sender)->Send(2, s.c.first_token, s.c.end_token, s.prefill[0].cache(), s.prefill_tables[0],
+                                      Clock::now() + 10s, 0);
+  EXPECT_EQ(sent.code(), StatusCode::kInvalidArgument) << sent.ToString();
+  EXPECT_TRUE((*sender)->Send(2, s.c.first_token, s.c.end_token, s.prefill[0].cache(), s.prefill_tables[0],
+                              Clock::now() + 10s).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Hosts, HandoffNetworkGpuTest, ::testing::Values(false, true),
