@@ -230,8 +230,9 @@ void AddReplayCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--master", f.master, "use the pool at this master instead of an embedded one")->check(HostPort());
   cmd->add_option("--handoff", f.handoff,
-                  "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter), cpu "
-                  "(a memcpy per token-layer) or gpu (gather kernel, peer copies, scatter kernel; --gpu only). "
+                  "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter; "
+                  "with --gpu the gather and scatter are kernels on the caches' GPUs), cpu (a memcpy per token-layer; "
+                  "host memory only) or gpu (gather kernel, peer copies, scatter kernel; --gpu only). "
                   "Default: gpu with --gpu, network otherwise")
       ->check(CLI::IsMember({"network", "cpu", "gpu"}));
   cmd->add_flag("--gpu", f.gpu,

@@ -26,9 +26,8 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
   d->ctx_ = DeploymentContext{sim, &d->options_.geometry, d->cost_.get(), &*d->ns_, d->options_.pool,
                               d->options_.devices};
   const bool on_device = d->options_.devices.on_device();
-  if (on_device && d->options_.handoff != nullptr && std::string_view(d->options_.handoff->name()) != "gpu") {
-    return InvalidArgument(fmt::format("the {} handoff reads host memory; caches on GPUs need the gpu handoff",
-                                       d->options_.handoff->name()));
+  if (on_device && d->options_.handoff != nullptr && std::string_view(d->options_.handoff->name()) == "cpu") {
+    return InvalidArgument("the cpu handoff reads host memory; caches on GPUs need the gpu or network handoff");
   }
   if (d->options_.handoff == nullptr && on_device) {
     auto gpu = NewGpuKvHandoff();

@@ -37,8 +37,12 @@ class NetworkKvHandoff final : public KvHandoff {
     handoff::HandoffReceiver& receiver = *(*link)->receiver;
     const auto deadline = Clock::now() + options_.timeout;
     std::vector<handoff::DecodeTarget> targets;
+    // Caches in GPU memory (--gpu): the receiver scatters on the decode GPUs and each sender
+    // gathers on its stage's GPU.
     for (size_t d = 0; d < r.decode_caches.size(); ++d) {
-      targets.push_back({r.decode_caches[d], {r.decode_block_tables[d].begin(), r.decode_block_tables[d].end()}});
+      targets.push_back({r.decode_caches[d],
+                         {r.decode_block_tables[d].begin(), r.decode_block_tables[d].end()},
+                         d < r.decode_devices.size() ? r.decode_devices[d] : -1});
     }
     KVPOOL_RETURN_IF_ERROR(receiver.Expect(r.request_id, 0, r.tokens, std::move(targets)));
     std::vector<Status> sent(r.stage_caches.size());
@@ -46,7 +50,7 @@ class NetworkKvHandoff final : public KvHandoff {
     for (size_t s = 0; s < r.stage_caches.size(); ++s) {
       stages.emplace_back([&, s] {
         sent[s] = (*link)->senders[s]->Send(r.request_id, 0, r.tokens, *r.stage_caches[s], r.stage_block_tables[s],
-                                            deadline);
+                                            deadline, s < r.stage_devices.size() ? r.stage_devices[s] : -1);
       });
     }
     for (std::thread& t : stages) t.join();

@@ -23,10 +23,11 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     }
   }
   const std::string handoff_name = !options.handoff.empty() ? options.handoff : options.gpus > 0 ? "gpu" : "network";
-  if ((handoff_name == "gpu") != (options.gpus > 0)) {
-    return InvalidArgument(options.gpus > 0 ? fmt::format("the {} handoff reads host memory; with --gpu use gpu",
-                                                          handoff_name)
-                                            : std::string("the gpu handoff needs --gpu (caches in device memory)"));
+  if (handoff_name == "gpu" && options.gpus == 0) {
+    return InvalidArgument("the gpu handoff needs --gpu (caches in device memory)");
+  }
+  if (handoff_name == "cpu" && options.gpus > 0) {
+    return InvalidArgument("the cpu handoff reads host memory; with --gpu use gpu or network");
   }
   std::unique_ptr<KvHandoff> handoff;
   if (handoff_name == "network") {

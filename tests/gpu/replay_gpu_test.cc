@@ -1,8 +1,9 @@
 // `kvpool replay --gpu`'s pieces on a real GPU: the device pattern kernels write exactly the
 // bytes the CPU reference writes (and catch a corrupt byte; a DCP rank's cache verifies through
 // its token map), and a tiny replay (decode DCP4) with every cache in
-// device memory — CUDA packers restoring from and saving to the pool, the GPU handoff between
-// the prefill and decode GPUs — verifies every byte. Skips when no GPU is present.
+// device memory — CUDA packers restoring from and saving to the pool, the GPU handoff (or the
+// network one, gathering and scattering on the GPUs) between the prefill and decode GPUs —
+// verifies every byte. Skips when no GPU is present.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "replay/host_kv_cache.h"
@@ -113,29 +115,34 @@ TEST(ReplayGpuRunTest, EveryByteVerifiesWithCachesOnTheGpus) {
   synth.traces = 12;
   synth.turn_scale = 0.3;
   const trace::Corpus corpus = trace::SynthesizeCorpus(synth, 3);
-  for (bool use_pool : {true, false}) {
-    SCOPED_TRACE(use_pool ? "pool" : "no pool");
-    ReplayRunOptions o;
-    o.geometry = GeometryPreset("tiny").value();
-    o.replay.sessions = 3;
-    o.replay.max_requests = 24;
-    o.replay.duration_s = 0;
-    o.replay.seed = 5;
-    o.use_pool = use_pool;
-    o.gpus = std::min(gpus, 2);
-    auto s = RunReplay(corpus, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    EXPECT_EQ(s->handoff, "gpu");
-    EXPECT_EQ(s->verification_errors, 0u);
-    EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
-    EXPECT_GE(s->requests, 12);
-    EXPECT_GT(s->handoff_bytes, 0u);
-    if (use_pool) {
-      EXPECT_GT(s->restores, 0);
-      EXPECT_GT(s->pool_tokens, 0u);
-      EXPECT_GT(s->save_bytes, 0u);
+  // The default handoff with --gpu (kernels and peer copies), and the network one with the
+  // gather and scatter kernels on the caches' GPUs around the transfer engine.
+  for (const std::string handoff : {"gpu", "network"}) {
+    for (bool use_pool : {true, false}) {
+      SCOPED_TRACE(handoff + (use_pool ? " handoff, pool" : " handoff, no pool"));
+      ReplayRunOptions o;
+      o.geometry = GeometryPreset("tiny").value();
+      o.replay.sessions = 3;
+      o.replay.max_requests = 24;
+      o.replay.duration_s = 0;
+      o.replay.seed = 5;
+      o.use_pool = use_pool;
+      o.gpus = std::min(gpus, 2);
+      o.handoff = handoff;
+      auto s = RunReplay(corpus, o);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      EXPECT_EQ(s->handoff, handoff);
+      EXPECT_EQ(s->verification_errors, 0u);
+      EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
+      EXPECT_GE(s->requests, 12);
+      EXPECT_GT(s->handoff_bytes, 0u);
+      if (use_pool) {
+        EXPECT_GT(s->restores, 0);
+        EXPECT_GT(s->pool_tokens, 0u);
+        EXPECT_GT(s->save_bytes, 0u);
+      }
+      std::printf("%s", FormatSummary(*s).c_str());
     }
-    std::printf("%s", FormatSummary(*s).c_str());
   }
 }
 
