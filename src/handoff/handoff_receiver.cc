@@ -37,9 +37,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kIdle = std::chrono::hours(24);          // a connection may sit idle this long
 constexpr auto kReplyTimeout = std::chrono::seconds(10);  // a reply the sender does not read
-// Bounce slots per GPU: two let one request's copy overlap another's scatter (the pieces of one
-// request are scattered one at a time, under its lock).
-constexpr uint32_t kDeviceBounceSlots = 2;
+// Bounce slots per GPU: pieces (of one request or several) are scattered concurrently, one per
+// connection thread; four let the four stages of a PP4 prefill copy and scatter at once.
+constexpr uint32_t kDeviceBounceSlots = 4;
 
 struct Request {
   uint64_t id = 0;
@@ -51,9 +51,13 @@ struct Request {
   std::vector<DeviceScatter*> device_scatters;
   Clock::time_point deadline;
 
-  std::mutex mu;  // guards the rest; held while scattering into the targets
-  std::vector<std::vector<bool>> landed;  // [pair index][piece]
+  std::mutex mu;  // guards the rest
+  std::condition_variable idle;  // scattering dropped to 0
+  std::vector<std::vector<bool>> landed;  // [pair index][piece]: claimed by a scatter (done or running)
   uint64_t pieces_left = 0;
+  // Pieces being checked and scattered outside mu (each by its connection's thread, so the
+  // stages' pieces scatter in parallel). Nothing answers or cancels the request while > 0.
+  uint32_t scattering = 0;
   std::vector<uint8_t> rank_state;  // per prefill rank: 0 not begun, 1 sending, 2 ended
   uint32_t ranks_ended = 0;
   Status error;         // the first failure
@@ -337,6 +341,10 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
   held.erase(slot);
   Request& r = *part->request;
   uint64_t scattered_bytes = 0;
+  // 1. Under r.mu: is the piece in the plan, and new? Then claim it.
+  const PairPlan* pair = nullptr;
+  const HandoffWrite* piece = nullptr;
+  uint32_t d = 0;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     const HandoffPlan& plan = r.plan;
@@ -344,33 +352,41 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
       if (m.b >= plan.decode.dcp_ranks || m.c >= plan.pair(part->rank, static_cast<uint32_t>(m.b)).writes.size()) {
         Fail(r, InvalidArgument(fmt::format("request {}: piece {} for decode rank {} is not in the plan", r.id, m.c, m.b)));
       } else {
-        const uint32_t d = static_cast<uint32_t>(m.b);
+        d = static_cast<uint32_t>(m.b);
         const uint64_t pair_index = uint64_t{part->rank} * plan.decode.dcp_ranks + d;
-        const PairPlan& pair = plan.pairs[pair_index];
-        const HandoffWrite& piece = pair.writes[m.c];
-        const std::byte* bytes = reinterpret_cast<const std::byte*>(landing->data()) + offset;
         if (r.landed[pair_index][m.c]) {
           Fail(r, InvalidArgument(fmt::format("request {}: piece {} of pair ({}, {}) arrived twice", r.id, m.c,
                                               part->rank, d)));
-        } else if (XXH3_64bits(bytes, piece.length) != m.d) {
-          Fail(r, Internal(fmt::format("request {}: piece {} of pair ({}, {}) failed its checksum", r.id, m.c,
-                                       part->rank, d)));
         } else {
-          // A device scatter returns only once the piece is in the GPU cache: counted as
-          // landed, and its slot freed, only after that.
-          Status scattered =
-              r.device_tables[d] ? r.device_scatters[d]->ScatterPiece(pair, piece, bytes, *r.device_tables[d])
-                                 : ScatterCpu(pair, bytes, *r.targets[d].cache, r.targets[d].table, &piece);
-          if (scattered.ok()) {
-            r.landed[pair_index][m.c] = true;
-            --r.pieces_left;
-            scattered_bytes = piece.length;
-          } else {
-            Fail(r, scattered);
-          }
+          r.landed[pair_index][m.c] = true;
+          ++r.scattering;
+          pair = &plan.pairs[pair_index];
+          piece = &pair->writes[m.c];
         }
       }
     }
+  }
+  // 2. Without it (the plan, targets and device tables are fixed since Expect): check the
+  //    checksum and scatter. A device scatter returns only once the piece is in the GPU cache:
+  //    counted as landed, and its slot freed, only after that.
+  if (piece != nullptr) {
+    const std::byte* bytes = reinterpret_cast<const std::byte*>(landing->data()) + offset;
+    Status scattered;
+    if (XXH3_64bits(bytes, piece->length) != m.d) {
+      scattered = Internal(fmt::format("request {}: piece {} of pair ({}, {}) failed its checksum", r.id, m.c,
+                                       part->rank, d));
+    } else {
+      scattered = r.device_tables[d] ? r.device_scatters[d]->ScatterPiece(*pair, *piece, bytes, *r.device_tables[d])
+                                     : ScatterCpu(*pair, bytes, *r.targets[d].cache, r.targets[d].table, piece);
+    }
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (scattered.ok()) {
+      --r.pieces_left;
+      scattered_bytes = piece->length;
+    } else {
+      Fail(r, scattered);
+    }
+    if (--r.scattering == 0) r.idle.notify_all();
   }
   {
     std::lock_guard<std::mutex> lock(mu);  // never while holding r.mu: Poll locks mu, then r.mu
@@ -381,6 +397,7 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
     }
   }
   slot_freed.notify_one();
+  changed.notify_all();  // the request may have become answerable (its last scatter, or a failure)
   return true;
 }
 
@@ -471,6 +488,9 @@ std::optional<Status> HandoffReceiver::Poll(uint64_t request_id) {
   const std::shared_ptr<Request> keep = it->second;  // outlives the erase below, and request_lock
   Request& r = *keep;
   std::lock_guard<std::mutex> request_lock(r.mu);
+  // A piece still being scattered may still write the blocks (and, on success, complete the
+  // request): not answerable before it is done.
+  if (r.scattering > 0) return std::nullopt;
   Status answer;
   if (!r.error.ok()) {
     answer = r.error;
@@ -506,8 +526,9 @@ void HandoffReceiver::Cancel(uint64_t request_id) {
   auto it = impl.requests.find(request_id);
   if (it == impl.requests.end()) return;
   const std::shared_ptr<Request> keep = it->second;  // outlives the erase below, and request_lock
-  std::lock_guard<std::mutex> request_lock(keep->mu);  // waits for a scatter in progress
-  keep->closed = true;
+  std::unique_lock<std::mutex> request_lock(keep->mu);
+  keep->closed = true;  // no new scatter starts; wait for those running (they need only keep->mu)
+  keep->idle.wait(request_lock, [&] { return keep->scattering == 0; });
   ++impl.stats.failed_requests;
   impl.requests.erase(it);
 }

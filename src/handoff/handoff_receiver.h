@@ -6,8 +6,10 @@
 // moves its part: for each piece (one HandoffWrite, at most one landing slot) it asks for a
 // slot, writes the gathered bytes into the receiver's landing segment through the transfer
 // engine (shm on one host, tcp across hosts), and announces the piece; the receiver checks the
-// piece's xxh3 checksum, scatters it into the decode cache, and frees the slot. Poll says OK
-// only once every prefill rank's every piece is scattered: then the request is ready.
+// piece's xxh3 checksum, scatters it into the decode cache, and frees the slot. Each connection's
+// thread checks and scatters its own pieces, so the prefill ranks' pieces of one request scatter
+// in parallel (they write disjoint bytes). Poll says OK only once every prefill rank's every
+// piece is scattered: then the request is ready.
 //
 // A decode cache may be host memory (scattered by the CPU) or CUDA device memory
 // (DecodeTarget::cuda_device): then each checked piece is copied into a bounce slot on that GPU
@@ -25,7 +27,8 @@
 //     quarantined for slot_quarantine before reuse, as a write its sender queued may still land.
 //   * A piece whose checksum does not match is never scattered; the request fails.
 //   * Once Poll has answered (OK, error or TIMEOUT) or Cancel ran, nothing writes the
-//     request's blocks again: the decode instance may reuse them at once.
+//     request's blocks again: the decode instance may reuse them at once. (Poll does not answer
+//     while a piece of the request is being scattered; Cancel waits for those to finish.)
 // Thread-safe.
 #pragma once
 
