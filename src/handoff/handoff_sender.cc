@@ -103,7 +103,7 @@ struct HandoffSender::Impl {
   }
   // Gathers `write` of `pair` into host memory; returns where its bytes are.
   Result<std::byte*> Gather(const PairPlan& pair, const HandoffWrite& write, const PagedKvCache& cache,
-                                  std::span<const BlockId> table, bool on_device) {
+                            std::span<const BlockId> table, bool on_device) {
     if (on_device) {
       KVPOOL_RETURN_IF_ERROR(device_gather->GatherPiece(pair, write, *device_table));
       return device_gather->host_piece();
@@ -165,7 +165,9 @@ Status HandoffSender::Send(uint64_t request_id, uint64_t first_token, uint64_t e
   Impl& impl = *impl_;
   std::lock_guard<std::mutex> lock(impl.mu);
   if (!impl.broken.ok()) return impl.broken;
-  if (cuda_device < -1) return InvalidArgument(fmt::format("handoff sender: cuda_device {} (-1: host memory)", cuda_device));
+  if (cuda_device < -1) {
+    return InvalidArgument(fmt::format("handoff sender: cuda_device {} (-1: host memory)", cuda_device));
+  }
   if (cuda_device >= 0) KVPOOL_RETURN_IF_ERROR(impl.PrepareDevice(cache, table, cuda_device));
   // Planned with the receiver's slot size, so every piece fits one slot.
   auto plan = PlanHandoff(impl.prefill, impl.decode, first_token, end_token, {impl.slot_bytes});
