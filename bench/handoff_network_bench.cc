@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -29,6 +28,7 @@
 
 #include <unistd.h>
 
+#include "handoff_example.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_receiver.h"
 #include "handoff/handoff_sender.h"
@@ -47,7 +47,7 @@ void Die(const std::string& what, const Status& s) {
   std::exit(2);
 }
 
-// A paged cache over host memory filled with distinct bytes (a splitmix of each word's index).
+// A paged cache over host memory filled with distinct bytes.
 struct HostCache {
   PagedKvCache cache;
   std::vector<std::vector<std::byte>> planes;
@@ -56,14 +56,7 @@ struct HostCache {
     cache.num_blocks = num_blocks;
     for (uint32_t p = 0; p < layout.num_planes(); ++p) {
       std::vector<std::byte>& plane = planes.emplace_back(layout.plane_bytes(num_blocks));
-      uint64_t x = seed * 0x9E3779B97F4A7C15ULL + p;
-      for (size_t i = 0; i + 8 <= plane.size(); i += 8) {
-        uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        z ^= z >> 31;
-        std::memcpy(plane.data() + i, &z, 8);
-      }
+      bench::FillDistinct(plane, seed * 1000 + p);
       cache.plane_bases.push_back(plane.data());
     }
   }
@@ -115,19 +108,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  PrefillLayout prefill;
-  prefill.kind = KvLayoutKind::kLatent;
-  prefill.stage_layers = {20, 20, 20, 18};
-  prefill.bytes_per_token_per_layer = 576;
-  prefill.block_tokens = 64;
-  DecodeLayout decode;
-  decode.kind = KvLayoutKind::kLatent;
-  decode.num_layers = 78;
-  decode.bytes_per_token_per_layer = 576;
-  decode.block_tokens = 64;
-  decode.dcp_ranks = 4;
-  decode.interleave = 1;
-  const uint64_t first = 8192, end = 16384;
+  const PrefillLayout prefill = bench::ExamplePrefill();
+  const DecodeLayout decode = bench::ExampleDecode();
+  const uint64_t first = bench::kExampleFirstToken, end = bench::kExampleEndToken;
   const uint32_t stages = prefill.num_ranks();
   auto plan = PlanHandoff(prefill, decode, first, end);
   if (!plan.ok()) Die("plan", plan.status());

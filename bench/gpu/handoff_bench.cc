@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "gpu_bench_checks.h"
+#include "handoff_example.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_copy_cuda.h"
 
@@ -65,15 +66,7 @@ void MakeSide(Side& s, const PagedKvLayout& layout, uint64_t num_blocks, int dev
   CHECK_CUDA(cudaSetDevice(device));
   for (uint32_t p = 0; p < layout.num_planes(); ++p) {
     std::vector<std::byte> plane(layout.plane_bytes(num_blocks));
-    // Distinct bytes everywhere (a splitmix of the 8-byte word's index), cheap to make.
-    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + p;
-    for (size_t i = 0; i + 8 <= plane.size(); i += 8) {
-      uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      z ^= z >> 31;
-      std::memcpy(plane.data() + i, &z, 8);
-    }
+    bench::FillDistinct(plane, seed * 1000 + p);
     void* d;
     CHECK_CUDA(cudaMalloc(&d, plane.size()));
     CHECK_CUDA(cudaMemcpy(d, plane.data(), plane.size(), cudaMemcpyHostToDevice));
@@ -155,21 +148,10 @@ int main(int argc, char** argv) {
   }
   const int P = 0, D = gpus > 1 ? 1 : 0;
 
-  // The published example.
-  PrefillLayout prefill;
-  prefill.kind = KvLayoutKind::kLatent;
-  prefill.stage_layers = {20, 20, 20, 18};
-  prefill.bytes_per_token_per_layer = 576;
-  prefill.block_tokens = 64;
-  DecodeLayout decode;
-  decode.kind = KvLayoutKind::kLatent;
-  decode.num_layers = 78;
-  decode.bytes_per_token_per_layer = 576;
-  decode.block_tokens = 64;
-  decode.dcp_ranks = 4;
-  decode.interleave = 1;
+  const PrefillLayout prefill = bench::ExamplePrefill();
+  const DecodeLayout decode = bench::ExampleDecode();
   const uint32_t stage = 1;
-  const uint64_t first = 8192, end = 16384;
+  const uint64_t first = bench::kExampleFirstToken, end = bench::kExampleEndToken;
   auto plan_or = PlanHandoff(prefill, decode, first, end, {.max_write_bytes = max_write});
   CHECK_OK(plan_or.status());
   const HandoffPlan& plan = *plan_or;

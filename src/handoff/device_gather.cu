@@ -3,22 +3,10 @@
 
 #include <string>
 
+#include "handoff/cuda_status.h"
 #include "handoff/device_gather.h"
 
 namespace kvpool::handoff {
-namespace {
-
-Status CudaError(cudaError_t e, const std::string& what) {
-  return Internal("CUDA " + what + ": " + cudaGetErrorString(e));
-}
-
-#define DEVICE_GATHER_CUDA_RETURN(expr, what)          \
-  do {                                                 \
-    const cudaError_t _e = (expr);                     \
-    if (_e != cudaSuccess) return CudaError(_e, what); \
-  } while (0)
-
-}  // namespace
 
 struct DeviceGather::Impl {
   int device = 0;
@@ -43,19 +31,16 @@ DeviceGather::~DeviceGather() = default;
 
 Result<std::unique_ptr<DeviceGather>> DeviceGather::Create(int device, uint64_t slot_bytes) {
   if (slot_bytes == 0) return InvalidArgument("device gather: slot_bytes is 0");
-  const int n = HandoffCudaDeviceCount();
-  if (device < 0 || device >= n) {
-    return Unavailable("no CUDA device " + std::to_string(device) + " (" + std::to_string(n) + " present)");
-  }
+  KVPOOL_RETURN_IF_ERROR(CheckCudaDevice(device));
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   impl->slot_bytes = slot_bytes;
-  DEVICE_GATHER_CUDA_RETURN(cudaSetDevice(device), "set device");
-  DEVICE_GATHER_CUDA_RETURN(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking), "stream create");
+  HANDOFF_CUDA_RETURN(cudaSetDevice(device), "set device");
+  HANDOFF_CUDA_RETURN(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking), "stream create");
   void* p = nullptr;
-  DEVICE_GATHER_CUDA_RETURN(cudaMalloc(&p, slot_bytes), "malloc staging");
+  HANDOFF_CUDA_RETURN(cudaMalloc(&p, slot_bytes), "malloc staging");
   impl->staging = static_cast<std::byte*>(p);
-  DEVICE_GATHER_CUDA_RETURN(cudaHostAlloc(&p, slot_bytes, cudaHostAllocPortable), "pinned host piece");
+  HANDOFF_CUDA_RETURN(cudaHostAlloc(&p, slot_bytes, cudaHostAllocPortable), "pinned host piece");
   impl->host = static_cast<std::byte*>(p);
   return std::unique_ptr<DeviceGather>(new DeviceGather(std::move(impl)));
 }
@@ -74,9 +59,9 @@ Status DeviceGather::GatherPiece(const PairPlan& pair, const HandoffWrite& piece
                            std::to_string(m.slot_bytes) + " B slot");
   }
   KVPOOL_RETURN_IF_ERROR(GatherCuda(pair, prefill, m.staging, m.stream, &piece));
-  DEVICE_GATHER_CUDA_RETURN(cudaMemcpyAsync(m.host, m.staging, piece.length, cudaMemcpyDeviceToHost, m.stream),
+  HANDOFF_CUDA_RETURN(cudaMemcpyAsync(m.host, m.staging, piece.length, cudaMemcpyDeviceToHost, m.stream),
                             "copy piece to host");
-  DEVICE_GATHER_CUDA_RETURN(cudaStreamSynchronize(m.stream), "gather of a piece");
+  HANDOFF_CUDA_RETURN(cudaStreamSynchronize(m.stream), "gather of a piece");
   return Status::Ok();
 }
 

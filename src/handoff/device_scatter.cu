@@ -7,22 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "handoff/cuda_status.h"
 #include "handoff/device_scatter.h"
 
 namespace kvpool::handoff {
-namespace {
-
-Status CudaError(cudaError_t e, const std::string& what) {
-  return Internal("CUDA " + what + ": " + cudaGetErrorString(e));
-}
-
-#define DEVICE_SCATTER_CUDA_RETURN(expr, what)         \
-  do {                                                 \
-    const cudaError_t _e = (expr);                     \
-    if (_e != cudaSuccess) return CudaError(_e, what); \
-  } while (0)
-
-}  // namespace
 
 // Slot s is bounce[s], used only on streams[s]; a slot is in `free` exactly when no caller
 // holds it, and a caller gives it back only after its stream is idle (so the next piece's copy
@@ -64,14 +52,14 @@ struct DeviceScatter::Impl {
   // REQUIRES: slot s held by the caller.
   Status CopyAndScatter(uint32_t s, const PairPlan& pair, const HandoffWrite& piece, const std::byte* landed,
                         const DeviceKvTable& decode) {
-    DEVICE_SCATTER_CUDA_RETURN(cudaSetDevice(device), "set device");
-    DEVICE_SCATTER_CUDA_RETURN(
+    HANDOFF_CUDA_RETURN(cudaSetDevice(device), "set device");
+    HANDOFF_CUDA_RETURN(
         cudaMemcpyAsync(bounce[s], landed, piece.length, cudaMemcpyHostToDevice, streams[s]), "copy piece to device");
     const Status enqueued = ScatterCuda(pair, bounce[s], decode, streams[s], &piece);
     // Whatever was enqueued finishes before the slot (and the caller's host bytes) are reused.
     const cudaError_t done = cudaStreamSynchronize(streams[s]);
     if (!enqueued.ok()) return enqueued;
-    DEVICE_SCATTER_CUDA_RETURN(done, "scatter of a landed piece");
+    HANDOFF_CUDA_RETURN(done, "scatter of a landed piece");
     return Status::Ok();
   }
 };
@@ -81,20 +69,17 @@ DeviceScatter::~DeviceScatter() = default;
 
 Result<std::unique_ptr<DeviceScatter>> DeviceScatter::Create(int device, uint64_t slot_bytes, uint32_t slots) {
   if (slots == 0 || slot_bytes == 0) return InvalidArgument("device scatter: needs at least one slot of > 0 bytes");
-  const int n = HandoffCudaDeviceCount();
-  if (device < 0 || device >= n) {
-    return Unavailable("no CUDA device " + std::to_string(device) + " (" + std::to_string(n) + " present)");
-  }
+  KVPOOL_RETURN_IF_ERROR(CheckCudaDevice(device));
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   impl->slot_bytes = slot_bytes;
-  DEVICE_SCATTER_CUDA_RETURN(cudaSetDevice(device), "set device");
+  HANDOFF_CUDA_RETURN(cudaSetDevice(device), "set device");
   for (uint32_t s = 0; s < slots; ++s) {
     void* p = nullptr;
-    DEVICE_SCATTER_CUDA_RETURN(cudaMalloc(&p, slot_bytes), "malloc bounce slot");
+    HANDOFF_CUDA_RETURN(cudaMalloc(&p, slot_bytes), "malloc bounce slot");
     impl->bounce.push_back(static_cast<std::byte*>(p));
     cudaStream_t st;
-    DEVICE_SCATTER_CUDA_RETURN(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream create");
+    HANDOFF_CUDA_RETURN(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream create");
     impl->streams.push_back(st);
     impl->free.push_back(s);
   }

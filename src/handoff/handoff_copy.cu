@@ -15,6 +15,7 @@
 
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_copy_cuda.h"
+#include "handoff/cuda_status.h"
 
 namespace kvpool::handoff {
 namespace {
@@ -24,16 +25,6 @@ constexpr uint32_t kThreads = 128;
 // Vectors each thread loads before it stores any: keeps several loads in flight per thread, so
 // a piece of a few MiB (one short wave of blocks) is not bound by memory latency.
 constexpr uint32_t kBatch = 4;
-
-Status CudaError(cudaError_t e, const std::string& what) {
-  return Internal("CUDA " + what + ": " + cudaGetErrorString(e));
-}
-
-#define HANDOFF_CUDA_RETURN(expr, what)                \
-  do {                                                 \
-    const cudaError_t _e = (expr);                     \
-    if (_e != cudaSuccess) return CudaError(_e, what); \
-  } while (0)
 
 struct RowCopyArgs {
   std::byte* const* planes;  // device array of the cache's plane bases
@@ -151,14 +142,6 @@ Status EnqueueRows(bool gather, const PairPlan& pair, const DeviceKvTable& side,
   return Status::Ok();
 }
 
-Status CheckDevice(int device) {
-  const int n = HandoffCudaDeviceCount();
-  if (device < 0 || device >= n) {
-    return Unavailable("no CUDA device " + std::to_string(device) + " (" + std::to_string(n) + " present)");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 int HandoffCudaDeviceCount() {
@@ -174,7 +157,7 @@ int HandoffCudaDeviceCount() {
 
 Result<std::unique_ptr<DeviceKvTable>> DeviceKvTable::Upload(const PagedKvCache& cache, std::span<const BlockId> table,
                                                              int device) {
-  KVPOOL_RETURN_IF_ERROR(CheckDevice(device));
+  KVPOOL_RETURN_IF_ERROR(CheckCudaDevice(device));
   std::unique_ptr<DeviceKvTable> t(new DeviceKvTable());
   t->device_ = device;
   KVPOOL_RETURN_IF_ERROR(t->Reload(cache, table));
@@ -495,8 +478,8 @@ HandoffPipeline::~HandoffPipeline() = default;
 
 Result<std::unique_ptr<HandoffPipeline>> HandoffPipeline::Create(int prefill_device, int decode_device,
                                                                  const HandoffPipelineOptions& options) {
-  KVPOOL_RETURN_IF_ERROR(CheckDevice(prefill_device));
-  KVPOOL_RETURN_IF_ERROR(CheckDevice(decode_device));
+  KVPOOL_RETURN_IF_ERROR(CheckCudaDevice(prefill_device));
+  KVPOOL_RETURN_IF_ERROR(CheckCudaDevice(decode_device));
   if (options.slots == 0) return InvalidArgument("handoff pipeline: slots is 0");
   if (options.slot_bytes == 0) return InvalidArgument("handoff pipeline: slot_bytes is 0");
   auto impl = std::make_unique<Impl>();

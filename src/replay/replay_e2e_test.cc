@@ -3,7 +3,7 @@
 
 #include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
-#include "trace/corpus_synthesizer.h"
+#include "replay/test_tiny_replay.h"
 #include "trace/mooncake_loader.h"
 
 #include <sstream>
@@ -11,23 +11,8 @@
 namespace kvpool::replay {
 namespace {
 
-ReplayRunOptions TinyRun(bool use_pool) {
-  ReplayRunOptions o;
-  o.geometry = GeometryPreset("tiny").value();
-  o.replay.sessions = 3;
-  o.replay.max_requests = 24;
-  o.replay.duration_s = 0;
-  o.replay.seed = 5;
-  o.use_pool = use_pool;
-  return o;
-}
-
-trace::Corpus SmallCorpus() {
-  trace::SynthesisOptions s;
-  s.traces = 12;
-  s.turn_scale = 0.3;
-  return trace::SynthesizeCorpus(s, 3);
-}
+using testing::SmallCorpus;
+using testing::TinyRun;
 
 TEST(ReplayEndToEndTest, PoolServesTokensAndEveryByteVerifies) {
   const trace::Corpus corpus = SmallCorpus();

@@ -18,7 +18,7 @@
 #include "replay/kv_cache_memory.h"
 #include "replay/kv_pattern.h"
 #include "replay/replay_run.h"
-#include "trace/corpus_synthesizer.h"
+#include "replay/test_tiny_replay.h"
 
 namespace kvpool::replay {
 namespace {
@@ -111,22 +111,13 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ReplayGpuPatternTest,
 TEST(ReplayGpuRunTest, EveryByteVerifiesWithCachesOnTheGpus) {
   const int gpus = ReplayCudaDeviceCount();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device";
-  trace::SynthesisOptions synth;
-  synth.traces = 12;
-  synth.turn_scale = 0.3;
-  const trace::Corpus corpus = trace::SynthesizeCorpus(synth, 3);
+  const trace::Corpus corpus = testing::SmallCorpus();
   // The default handoff with --gpu (kernels and peer copies), and the network one with the
   // gather and scatter kernels on the caches' GPUs around the transfer engine.
   for (const std::string handoff : {"gpu", "network"}) {
     for (bool use_pool : {true, false}) {
       SCOPED_TRACE(handoff + (use_pool ? " handoff, pool" : " handoff, no pool"));
-      ReplayRunOptions o;
-      o.geometry = GeometryPreset("tiny").value();
-      o.replay.sessions = 3;
-      o.replay.max_requests = 24;
-      o.replay.duration_s = 0;
-      o.replay.seed = 5;
-      o.use_pool = use_pool;
+      ReplayRunOptions o = testing::TinyRun(use_pool);
       o.gpus = std::min(gpus, 2);
       o.handoff = handoff;
       auto s = RunReplay(corpus, o);
