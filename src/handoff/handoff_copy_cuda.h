@@ -48,6 +48,10 @@ class DeviceKvTable {
   // table is still running. After a failure the table describes no cache: launches with it
   // fail their checks.
   Status Reload(const PagedKvCache& cache, std::span<const BlockId> table);
+  // `kept` <- (cache, table) on `device`, for a caller that keeps one table across requests:
+  // Reload when `kept` already lives on `device`, else a new Upload (`kept` is null if it fails).
+  static Status Load(std::unique_ptr<DeviceKvTable>& kept, const PagedKvCache& cache, std::span<const BlockId> table,
+                     int device);
   ~DeviceKvTable();
   DeviceKvTable(const DeviceKvTable&) = delete;
   DeviceKvTable& operator=(const DeviceKvTable&) = delete;
@@ -119,6 +123,16 @@ inline std::vector<size_t> HandoffBatchSizes(size_t pieces, uint32_t slots) {
   }
   head.insert(head.end(), tail.rbegin(), tail.rend());
   return head;
+}
+
+inline Status DeviceKvTable::Load(std::unique_ptr<DeviceKvTable>& kept, const PagedKvCache& cache,
+                                  std::span<const BlockId> table, int device) {
+  if (kept && kept->device() == device) return kept->Reload(cache, table);
+  kept.reset();
+  auto made = Upload(cache, table, device);
+  if (!made.ok()) return made.status();
+  kept = std::move(made).value();
+  return Status::Ok();
 }
 
 // Same-host GPU -> GPU handoff from one prefill GPU to one decode GPU (they may be the same GPU).

@@ -94,12 +94,7 @@ struct HandoffSender::Impl {
       if (!made.ok()) return made.status();
       device_gather = std::move(made).value();
     }
-    if (device_table && device_table->device() == device) return device_table->Reload(cache, table);
-    device_table.reset();
-    auto table_on_device = DeviceKvTable::Upload(cache, table, device);
-    if (!table_on_device.ok()) return table_on_device.status();
-    device_table = std::move(table_on_device).value();
-    return Status::Ok();
+    return DeviceKvTable::Load(device_table, cache, table, device);
   }
   // Gathers `write` of `pair` into host memory; returns where its bytes are.
   Result<std::byte*> Gather(const PairPlan& pair, const HandoffWrite& write, const PagedKvCache& cache,

@@ -81,15 +81,11 @@ class GpuKvHandoff final : public KvHandoff {
   const char* name() const override { return "gpu"; }
 
  private:
-  // tables[i] <- (cache, table) on `device`: reloaded in place, or made when absent or elsewhere.
+  // tables[i] <- (cache, table) on `device` (DeviceKvTable::Load), growing `tables` as needed.
   static Status Load(std::vector<std::unique_ptr<handoff::DeviceKvTable>>& tables, size_t i,
                      const connector::PagedKvCache& cache, std::span<const connector::BlockId> table, int device) {
     if (tables.size() <= i) tables.resize(i + 1);
-    if (tables[i] && tables[i]->device() == device) return tables[i]->Reload(cache, table);
-    auto made = handoff::DeviceKvTable::Upload(cache, table, device);
-    if (!made.ok()) return made.status();
-    tables[i] = std::move(made).value();
-    return Status::Ok();
+    return handoff::DeviceKvTable::Load(tables[i], cache, table, device);
   }
 
   // The pipeline from one stage GPU to one decode GPU and its completion event (one request at a
