@@ -177,14 +177,24 @@ TEST(PoolIntegration, StoreKilledMidLoadGivesErrorsNeverWrongBytesOrHangs) {
   client::PutOptions two{.replicas = 2};
   for (const Status& s : c->BatchPut(keys, views, two)) ASSERT_TRUE(s.ok()) << s.ToString();
 
-  std::atomic<bool> stop{false};
-  std::atomic<int> wrong_bytes{0}, ok_reads{0}, failed_calls{0};
+  // Each load thread runs a fixed number of rounds, and the store dies when every thread is
+  // halfway: the kill always lands mid-load, and what the load leaves leased in the surviving
+  // store (at most 3 x 80 values of <= 300 KB, far below its 64 MiB) cannot fill it, however
+  // fast the machine.
+  constexpr int kRounds = 80;
+  std::atomic<int> wrong_bytes{0}, ok_reads{0}, failed_calls{0}, halfway{0};
+  std::atomic<bool> killed{false};
   std::vector<std::thread> load;
   for (int t = 0; t < 3; ++t) {
     load.emplace_back([&, t] {
       std::mt19937_64 local(100 + t);
       client::Client* who = t == 0 ? tcp.get() : c.get();
-      for (int i = 0; !stop.load(); ++i) {
+      for (int i = 0; i < kRounds; ++i) {
+        if (i == kRounds / 2) {
+          halfway++;
+          halfway.notify_all();
+          killed.wait(false);
+        }
         const std::string key = "load/" + std::to_string(t) + "/" + std::to_string(i);
         const std::string value = RandomBytes(local, 1 + local() % 300'000);
         if (!who->Put(key, View(value)).ok()) failed_calls++;
@@ -197,11 +207,15 @@ TEST(PoolIntegration, StoreKilledMidLoadGivesErrorsNeverWrongBytesOrHangs) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  for (int seen = halfway.load(); seen < 3; seen = halfway.load()) halfway.wait(seen);
   cluster.store(1).Kill(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the heartbeat TTL
-  stop = true;
+  killed = true;
+  killed.notify_all();
   for (auto& th : load) th.join();
+  // The master drops the dead store's segment when its heartbeat TTL (1.5 s) runs out.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (c->Stat().ok() && c->Stat()->segments.size() > 1 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
 
   EXPECT_EQ(wrong_bytes.load(), 0);
   EXPECT_GT(ok_reads.load(), 0);
