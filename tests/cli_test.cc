@@ -102,5 +102,48 @@ TEST(Cli, PutGetStatThroughFiles) {
   std::filesystem::remove(out);
 }
 
+// Real AgentX trace files (src/trace/testdata/weka-sample, a folder of trace_NNNN.json as
+// published), damaged copies and unusable inputs, through `trace stats` and `replay --trace`.
+TEST(Cli, TraceInputsSkipWhatIsInvalidAndExit2WhenNothingIsUsable) {
+  const std::string sample = std::string(KVPOOL_TRACE_TESTDATA) + "/weka-sample";
+  CliRun r = Kvpool({"trace", "stats", sample});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 traces, 247 requests"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reuse ceiling 92.06% of blocks"), std::string::npos) << r.output;
+
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-traces-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "empty");
+  std::filesystem::copy(sample, dir / "mixed");
+  std::ofstream(dir / "mixed" / "trace_9999.json") << R"({"id": "trace_9999", "models": [], "block_size": 64,)";
+  r = Kvpool({"trace", "stats", (dir / "mixed").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kvpool trace stats: skipped " + (dir / "mixed" / "trace_9999.json").string() +
+                          ": not valid JSON"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("skipped 1 invalid trace(s); 8 loaded"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"skipped_invalid\": 1"), std::string::npos) << r.output;
+
+  r = Kvpool({"trace", "stats", (dir / "mixed").string(), "--strict"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("trace_9999.json: not valid JSON"), std::string::npos) << r.output;
+  r = Kvpool({"trace", "stats", (dir / "empty").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("holds no trace files"), std::string::npos) << r.output;
+  r = Kvpool({"replay", "--trace", (dir / "empty").string(), "--duration", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = Kvpool({"replay", "--trace", (dir / "nothing-here.jsonl").string(), "--duration", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+
+  // The folder replays with the AgentX semantics: every byte verified, no failed request.
+  r = Kvpool({"--log-level", "warn", "replay", "--trace", (dir / "mixed").string(), "--geometry", "tiny",
+              "--prefill-cache-tokens", "250000", "--sessions", "3", "--duration", "0", "--requests", "20",
+              "--mode", "pool"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 traces, reuse ceiling 92.06%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("errors          verification 0 · failed requests 0"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kvpool::testing

@@ -1,13 +1,15 @@
 // kvpool replay: replay agent sessions against an emulated P/D deployment that saves KV to
 // and restores KV from the pool (src/replay/README.md).
-//   kvpool replay (--trace FILE | --synth N) [--sessions 8[,16,...]] [--duration S] [--requests N]
+//   kvpool replay (--trace PATH | --synth N) [--sessions 8[,16,...]] [--duration S] [--requests N]
 //                 [--mode pool|no-pool|both] [--geometry scaled|published|tiny] [--speedup X]
 //                 [--master HOST:PORT] [--json OUT]
 // One run per (sessions, mode): modes are compared at each concurrency. Without --master each
 // pool run starts its own embedded pool (master + storage service in this process, sized by
-// the geometry). A progress line is drawn on stderr when it is a terminal. Exit status: 0,
-// 1 on bad input or a failed run, 2 on bad flags, 3 when any KV byte failed verification or
-// any request failed (the results are still printed and written).
+// the geometry). A progress line is drawn on stderr when it is a terminal. Invalid traces are
+// skipped with one line each on stderr (--strict: the first is fatal). Exit status: 0, 1 on
+// a failed run, 2 on bad flags or an unusable trace input (missing, empty, no loadable trace
+// or none within the context), 3 when any KV byte failed verification or any request failed
+// (the results are still printed and written).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -21,11 +23,11 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/trace_input.h"
 #include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "trace/corpus_synthesizer.h"
 #include "trace/reuse_ceiling.h"
-#include "trace/trace_loader.h"
 
 namespace kvpool::cli {
 namespace {
@@ -33,6 +35,7 @@ namespace {
 struct ReplayFlags {
   std::string trace_file;
   std::string format = "auto";
+  bool strict = false;
   int synth_traces = 0;
   double synth_turn_scale = 1.0;
   std::string sessions = "8";
@@ -100,20 +103,21 @@ int RunReplayCommand(const ReplayFlags& f) {
   trace::Corpus corpus;
   std::string source;
   if (!f.trace_file.empty()) {
-    auto format = trace::ParseTraceFormatChoice(f.format);
-    if (!format.ok()) {
-      fmt::print(stderr, "kvpool replay: {}\n", format.status().message());
-      return 2;
-    }
     trace::LoadOptions load;
     load.max_context_tokens = geometry->max_context_tokens;
-    auto loaded = trace::LoadTraceFile(f.trace_file, *format, load);
+    load.strict = f.strict;
+    auto loaded = LoadTraceInput("replay", f.trace_file, f.format, load);
     if (!loaded.ok()) {
       fmt::print(stderr, "kvpool replay: {}\n", loaded.status().message());
-      return 1;
+      return kUnusableTraceInputExit;
     }
     corpus = std::move(loaded).value();
     source = f.trace_file;
+    if (corpus.traces.empty()) {
+      fmt::print(stderr, "kvpool replay: {}: all {} traces exceed the geometry's {}-token context\n", source,
+                 corpus.skipped_over_max_context, geometry->max_context_tokens);
+      return kUnusableTraceInputExit;
+    }
   } else {
     trace::SynthesisOptions s;
     s.traces = f.synth_traces;
@@ -197,13 +201,15 @@ void AddReplayCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "replay", "Replay agent sessions against an emulated P/D deployment with real KV movement through the pool");
   auto* source = cmd->add_option_group("trace source");
-  source->add_option("--trace", f.trace_file, "AgentX or Mooncake JSONL trace file");
+  source->add_option("--trace", f.trace_file,
+                     "an AgentX or Mooncake trace file (.jsonl, .json, either .gz) or a folder of AgentX trace files");
   source->add_option("--synth", f.synth_traces, "replay a synthetic AgentX corpus of N traces instead")
       ->check(CLI::Range(1, 100'000));
   source->require_option(1);
   cmd->add_option("--format", f.format, "trace file format")
       ->check(CLI::IsMember({"agentx", "mooncake", "auto"}))
       ->capture_default_str();
+  cmd->add_flag("--strict", f.strict, "fail on the first invalid trace instead of skipping it");
   cmd->add_option("--synth-turn-scale", f.synth_turn_scale, "scale the synthetic traces' turns (e.g. 0.3)")
       ->check(CLI::Range(0.001, 10.0))
       ->capture_default_str();

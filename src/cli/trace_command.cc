@@ -1,10 +1,11 @@
 // kvpool trace: work with agent-trace files (see src/trace/README.md).
 //   kvpool trace synth --out FILE [--traces N] [--seed S] [--turn-scale X]
 //       writes a deterministic synthetic AgentX corpus shaped like the public one
-//   kvpool trace stats FILE [--format agentx|mooncake|auto] [--json] [--max-context TOKENS]
-//       validates a trace file and prints its statistics and reuse ceiling
-// Bad input (a malformed line, a missing file) prints the reason, naming file, line and
-// field, and exits 1.
+//   kvpool trace stats PATH [--format agentx|mooncake|auto] [--json] [--max-context TOKENS]
+//                    [--strict] [--quantiles N]
+//       validates a trace file or folder and prints its statistics and reuse ceiling
+// Invalid traces are skipped with one line each on stderr (naming file, line, trace, request
+// and field); an unusable input (missing, empty, nothing loadable, --strict) exits 2.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -12,9 +13,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/trace_input.h"
 #include "trace/agentx_writer.h"
 #include "trace/corpus_synthesizer.h"
-#include "trace/trace_loader.h"
 #include "trace/trace_stats.h"
 
 namespace kvpool::cli {
@@ -28,10 +29,12 @@ struct SynthOptions {
 };
 
 struct StatsOptions {
-  std::string file;
+  std::string path;
   std::string format = "auto";
   bool json = false;
-  int64_t max_context_tokens = 0;
+  bool strict = false;
+  int64_t max_context_tokens = trace::kReferenceMaxContextTokens;
+  int quantiles = 0;
 };
 
 int Fail(std::string_view command, const Status& status) {
@@ -52,17 +55,21 @@ int RunSynth(const SynthOptions& o) {
 }
 
 int RunStats(const StatsOptions& o) {
-  Result<std::optional<trace::TraceFormat>> format = trace::ParseTraceFormatChoice(o.format);
-  if (!format.ok()) return Fail("stats", format.status());
   trace::LoadOptions load;
-  load.max_context_tokens = o.max_context_tokens;
-  Result<trace::Corpus> corpus = trace::LoadTraceFile(o.file, *format, load);
-  if (!corpus.ok()) return Fail("stats", corpus.status());
-  const trace::TraceStats stats = trace::ComputeStats(*corpus);
+  load.strict = o.strict;
+  Result<trace::Corpus> corpus = LoadTraceInput("trace stats", o.path, o.format, load);
+  if (!corpus.ok()) {
+    Fail("stats", corpus.status());
+    return kUnusableTraceInputExit;
+  }
+  trace::StatsOptions options;
+  options.max_context_tokens = o.max_context_tokens;
+  options.quantiles = o.quantiles;
+  const trace::TraceStats stats = trace::ComputeStats(*corpus, options);
   if (o.json) {
     fmt::print("{}\n", trace::StatsToJson(stats).dump(2));
   } else {
-    fmt::print("{}: ", o.file);
+    fmt::print("{}: ", o.path);
     fmt::print("{}", trace::FormatStatsText(stats));
   }
   return 0;
@@ -85,15 +92,22 @@ void AddTraceCommand(CLI::App& app) {
       ->capture_default_str();
   s->callback([] { ExitCode() = RunSynth(synth); });
 
-  auto* st = cmd->add_subcommand("stats", "Validate a trace file and print its statistics and reuse ceiling");
-  st->add_option("file", stats.file, "AgentX or Mooncake JSONL file")->required();
+  auto* st = cmd->add_subcommand("stats", "Validate traces and print their statistics and reuse ceiling");
+  st->add_option("path", stats.path,
+                 "an AgentX or Mooncake trace file (.jsonl, .json, either .gz) or a folder of AgentX trace files")
+      ->required();
   st->add_option("--format", stats.format, "file format")
       ->check(CLI::IsMember({"agentx", "mooncake", "auto"}))
       ->capture_default_str();
   st->add_flag("--json", stats.json, "print one JSON object");
   st->add_option("--max-context", stats.max_context_tokens,
-                 "skip traces (Mooncake: requests) whose peak input+output exceeds this many tokens; 0 = no limit")
-      ->check(CLI::NonNegativeNumber)
+                 "count the traces whose peak input+output exceeds this many tokens")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  st->add_flag("--strict", stats.strict, "fail on the first invalid trace instead of skipping it");
+  st->add_option("--quantiles", stats.quantiles,
+                 "with --json: add N+1 quantiles (0, 1/N, ..., 1) of every distribution, for plots")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   st->callback([] { ExitCode() = RunStats(stats); });
 }

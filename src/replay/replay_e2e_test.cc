@@ -5,6 +5,7 @@
 #include "replay/replay_run.h"
 #include "replay/test_tiny_replay.h"
 #include "trace/mooncake_loader.h"
+#include "trace/trace_loader.h"
 
 #include <sstream>
 
@@ -55,6 +56,28 @@ TEST(ReplayEndToEndTest, GpuOptionsAreCheckedBeforeAnythingStarts) {
     cpu_handoff_on_gpu.handoff = "cpu";
     EXPECT_EQ(RunReplay(corpus, cpu_handoff_on_gpu).status().code(), StatusCode::kInvalidArgument);
   }
+}
+
+// The eight real AgentX sample files as published (a folder of trace_NNNN.json; partial tail
+// blocks, missing timing fields, subagents), replayed with the AgentX semantics.
+TEST(ReplayEndToEndTest, TheRealAgentXSampleFolderReplaysWithEveryByteVerified) {
+  Result<trace::Corpus> corpus = trace::LoadTraces(std::string(KVPOOL_TRACE_TESTDATA) + "/weka-sample", std::nullopt);
+  ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
+  ReplayRunOptions o = TinyRun(true);
+  o.geometry.prefill_cache_tokens = 250'000;  // every sample trace (peak 198K tokens) fits
+  o.replay.sessions = 4;
+  o.replay.max_requests = 60;
+  auto s = RunReplay(*corpus, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  SCOPED_TRACE(FormatSummary(*s));
+  EXPECT_EQ(s->traces_skipped, 0);
+  EXPECT_EQ(s->verification_errors, 0u);
+  EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
+  EXPECT_GE(s->requests, 20);  // those finishing after 90% of the lanes warmed up
+  EXPECT_EQ(s->gpu_cache_tokens + s->pool_tokens + s->computed_tokens, s->prompt_tokens);
+  EXPECT_GT(s->pool_tokens, 0u);  // four lanes of up to 198K tokens outgrow a 250K-token GPU cache
+  EXPECT_LE(s->reuse(), s->ceiling() + 1e-9);
+  EXPECT_LT(s->ceiling(), 1.0);  // the tails of real prompts are never hits
 }
 
 // A Mooncake-format file (timestamped requests, global 512-token block ids): 10 prompt families

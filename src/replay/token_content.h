@@ -16,7 +16,10 @@
 namespace kvpool::replay {
 
 // The first `input_tokens` tokens of the blocks `hash_ids` (the last block may be partial,
-// as in Mooncake traces). REQUIRES: input_tokens <= hash_ids.size() * trace_block_size.
+// as in Mooncake traces). Tokens past the last block — the id-less partial tail block of a
+// real AgentX prompt — depend only on the salt and their position: never a hit against
+// another session, and within a session equal only where an earlier prompt had the same
+// blocks and a tail at the same positions (what a GPU prefix cache may then hold).
 std::vector<connector::TokenId> PromptTokens(const trace::BlockIds& hash_ids, int64_t trace_block_size,
                                              int64_t input_tokens, uint64_t session_salt);
 

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "trace/json_fields.h"
 
@@ -29,17 +28,15 @@ Result<Request> ParseRequest(const Json& entry, const std::string& type, int64_t
   KVPOOL_TRACE_ASSIGN_OR_RETURN(r.input_tokens, json_fields::NonNegativeInt(entry, "in", where));
   KVPOOL_TRACE_ASSIGN_OR_RETURN(r.output_tokens, json_fields::NonNegativeInt(entry, "out", where));
   KVPOOL_TRACE_ASSIGN_OR_RETURN(r.stop_reason, json_fields::String(entry, "stop", where));
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.api_time_s, json_fields::NonNegativeNumber(entry, "api_time", where));
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.think_time_s, json_fields::NonNegativeNumber(entry, "think_time", where));
-  if (r.type == RequestType::kStreaming || (entry.contains("ttft") && !entry["ttft"].is_null())) {
-    KVPOOL_TRACE_ASSIGN_OR_RETURN(r.ttft_s, json_fields::NonNegativeNumber(entry, "ttft", where));
-  }
-  if (r.input_tokens % block_size != 0)
-    return Invalid(where, fmt::format("'in' ({}) is not a multiple of block_size ({})", r.input_tokens, block_size));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.api_time_s, json_fields::OptionalNonNegativeNumber(entry, "api_time", where));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.think_time_s, json_fields::OptionalNonNegativeNumber(entry, "think_time", where));
+  // Streaming requests usually record a TTFT, but real files omit it where they omit api_time.
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(r.ttft_s, json_fields::OptionalNonNegativeNumber(entry, "ttft", where));
   KVPOOL_TRACE_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, json_fields::IdList(entry, "hash_ids", where));
+  // One id per full block; a partial tail block has none.
   const int64_t blocks = r.input_tokens / block_size;
   if (static_cast<int64_t>(ids.size()) != blocks)
-    return Invalid(where, fmt::format("'hash_ids' has {} ids but 'in' ({}) / block_size ({}) = {}", ids.size(),
+    return Invalid(where, fmt::format("'hash_ids' has {} ids but floor('in' ({}) / block_size ({})) = {}", ids.size(),
                                       r.input_tokens, block_size, blocks));
   r.hash_ids = thread_ids.Share(ids);
   r.input_types_json = json_fields::OpaqueText(entry, "input_types");
@@ -94,12 +91,14 @@ Result<Subagent> ParseSubagent(const Json& entry, int64_t block_size, const std:
 
 }  // namespace
 
-Result<Trace> ParseAgentXTrace(std::string_view line, std::string_view where_view, int64_t* dropped_subagents) {
-  const std::string where(where_view);
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(json_fields::Json doc, json_fields::ParseLine(line, where));
-  if (!doc.is_object()) return Invalid(where, fmt::format("a trace must be a JSON object, got {}", json_fields::Show(doc)));
+Result<Trace> ParseAgentXTrace(std::string_view record, std::string_view record_where, int64_t* dropped_subagents) {
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(json_fields::Json doc, json_fields::ParseRecord(record, record_where));
+  if (!doc.is_object())
+    return Invalid(record_where, fmt::format("a trace must be a JSON object, got {}", json_fields::Show(doc)));
   Trace trace;
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(trace.id, json_fields::String(doc, "id", where));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(trace.id, json_fields::String(doc, "id", record_where));
+  // From here on, messages name the trace too.
+  const std::string where = fmt::format("{}: trace '{}'", record_where, trace.id);
   KVPOOL_TRACE_ASSIGN_OR_RETURN(trace.models, json_fields::StringList(doc, "models", where));
   KVPOOL_TRACE_ASSIGN_OR_RETURN(trace.block_size, json_fields::NonNegativeInt(doc, "block_size", where));
   if (trace.block_size == 0) return Invalid(where, "'block_size' must be positive, got 0");
@@ -135,37 +134,54 @@ Result<Trace> ParseAgentXTrace(std::string_view line, std::string_view where_vie
     KVPOOL_RETURN_IF_ERROR(CheckTimeOrder(r, trace.requests, entry_where));
     trace.requests.push_back(std::move(r));
   }
-  if (trace.requests.empty()) return Invalid(where, fmt::format("trace '{}' has no main-thread requests", trace.id));
+  if (trace.requests.empty()) return Invalid(where, "no main-thread requests");
   for (Subagent& s : trace.subagents) {
     if (s.spawned_after_turn + 1 < trace.requests.size()) s.gates_turn = s.spawned_after_turn + 1;
   }
   return trace;
 }
 
+AgentXCorpusBuilder::AgentXCorpusBuilder(LoadOptions options) : options_(options) {
+  corpus_.format = TraceFormat::kAgentX;
+}
+
+Status AgentXCorpusBuilder::Skip(const Status& problem) {
+  if (options_.strict) return problem;
+  corpus_.skipped_invalid.push_back(problem.message());
+  return Status::Ok();
+}
+
+Status AgentXCorpusBuilder::Add(std::string_view record, std::string_view where) {
+  Result<Trace> trace = ParseAgentXTrace(record, where, &corpus_.dropped_subagents);
+  if (!trace.ok()) return Skip(trace.status());
+  if (options_.max_context_tokens > 0 && trace->PeakContextTokens() > options_.max_context_tokens) {
+    ++corpus_.skipped_over_max_context;
+    return Status::Ok();
+  }
+  corpus_.traces.push_back(std::move(trace).value());
+  return Status::Ok();
+}
+
+Status AgentXCorpusBuilder::AddUnreadable(const Status& read_error) { return Skip(read_error); }
+
+Result<Corpus> AgentXCorpusBuilder::Finish(std::string_view source) && {
+  if (corpus_.traces.empty() && corpus_.skipped_over_max_context == 0) {
+    if (corpus_.skipped_invalid.empty()) return InvalidArgument(fmt::format("{}: no traces", source));
+    return InvalidArgument(fmt::format("{}: no loadable traces: {} skipped as invalid, the first: {}", source,
+                                       corpus_.skipped_invalid.size(), corpus_.skipped_invalid.front()));
+  }
+  return std::move(corpus_);
+}
+
 Result<Corpus> ParseAgentX(std::istream& in, std::string_view source, const LoadOptions& options) {
-  Corpus corpus;
-  corpus.format = TraceFormat::kAgentX;
+  AgentXCorpusBuilder builder(options);
   std::string line;
   for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    KVPOOL_TRACE_ASSIGN_OR_RETURN(
-        Trace trace, ParseAgentXTrace(line, fmt::format("{}:{}", source, line_number), &corpus.dropped_subagents));
-    if (options.max_context_tokens > 0 && trace.PeakContextTokens() > options.max_context_tokens) {
-      ++corpus.skipped_over_max_context;
-      continue;
-    }
-    corpus.traces.push_back(std::move(trace));
+    KVPOOL_RETURN_IF_ERROR(builder.Add(line, fmt::format("{}:{}", source, line_number)));
   }
   if (in.bad()) return Unavailable(fmt::format("{}: read failed: {}", source, std::strerror(errno)));
-  if (corpus.traces.empty() && corpus.skipped_over_max_context == 0)
-    return InvalidArgument(fmt::format("{}: no traces", source));
-  return corpus;
-}
-
-Result<Corpus> LoadAgentXFile(const std::string& path, const LoadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  return ParseAgentX(in, path, options);
+  return std::move(builder).Finish(source);
 }
 
 }  // namespace kvpool::trace

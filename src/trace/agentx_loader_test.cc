@@ -117,11 +117,42 @@ TEST(AgentXLoader, RequestsInTimeOrderInterleaveSubagents) {
   EXPECT_EQ(starts, (std::vector<double>{0, 2, 3, 4}));
 }
 
-TEST(AgentXLoader, MissingFileIsNotFound) {
-  Result<Corpus> corpus = LoadAgentXFile("/nonexistent/traces.jsonl");
-  ASSERT_FALSE(corpus.ok());
-  EXPECT_EQ(corpus.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(corpus.status().message().find("/nonexistent/traces.jsonl"), std::string::npos);
+// As real files record them: `in` past the last full block, timing fields missing.
+TEST(AgentXLoader, AcceptsPartialTailBlocksAndMissingTimingFields) {
+  std::string first = RequestJson(0, {1, 2});
+  first.replace(first.find(R"("in":128)"), 8, R"("in":170)");  // 2 full blocks + a 42-token tail
+  std::string second = RequestJson(5, {1, 2, 3}, 64, "s");
+  for (const char* field : {R"("api_time":1,)", R"(,"think_time":0.5)", R"(,"ttft":0.2)"})
+    second.erase(second.find(field), std::string(field).size());
+  Result<Corpus> corpus = Parse(TraceJson("real", {first, second, RequestJson(9, {1, 2, 3, 4})}));
+  ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
+  const Trace& t = corpus->traces[0];
+  EXPECT_EQ(t.requests[0].input_tokens, 170);
+  EXPECT_EQ(t.requests[0].hash_ids.size(), 2u);
+  const Request& r = t.requests[1];
+  EXPECT_EQ(r.type, RequestType::kStreaming);
+  EXPECT_FALSE(r.api_time_s || r.think_time_s || r.ttft_s);
+  // No api_time: the request "ends" when it starts, so the wait before the next one is the
+  // gap between the two recorded start times.
+  EXPECT_EQ(r.end_time_s(), 5);
+  EXPECT_EQ(t.requests[2].start_time_s - r.end_time_s(), 4);
+}
+
+TEST(AgentXLoader, InvalidTracesAreSkippedUnlessStrict) {
+  const std::string good = TraceJson("good", {RequestJson(0, {1})});
+  std::string bad = TraceJson("bad", {RequestJson(0, {1}), RequestJson(1, {1, 2})});
+  bad.replace(bad.find(R"("in":128)"), 8, R"("in":200)");  // floor(200 / 64) = 3 ids needed
+  Result<Corpus> corpus = Parse(good + "\n" + bad + "\n" + good + "\n");
+  ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
+  EXPECT_EQ(corpus->traces.size(), 2u);
+  ASSERT_EQ(corpus->skipped_invalid.size(), 1u);
+  EXPECT_EQ(corpus->skipped_invalid[0],
+            "traces.jsonl:2: trace 'bad': request 1: 'hash_ids' has 2 ids but floor('in' (200) / block_size (64)) = 3");
+  LoadOptions strict;
+  strict.strict = true;
+  Result<Corpus> failed = Parse(good + "\n" + bad + "\n", strict);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), corpus->skipped_invalid[0]);
 }
 
 }  // namespace

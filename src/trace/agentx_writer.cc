@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <utility>
 
 namespace kvpool::trace {
 namespace {
@@ -53,13 +54,12 @@ void WriteRequest(std::string& out, const Request& r) {
   if (!r.output_types_json.empty()) Put(out, ",\"output_types\":{}", r.output_types_json);
   Put(out, ",\"stop\":");
   Str(out, r.stop_reason);
-  Put(out, ",\"api_time\":");
-  Num(out, r.api_time_s);
-  Put(out, ",\"think_time\":");
-  Num(out, r.think_time_s);
-  if (r.ttft_s) {
-    Put(out, ",\"ttft\":");
-    Num(out, *r.ttft_s);
+  // Fields a real file may lack are written only when present, so a file reads back as it was.
+  for (const auto& [key, value] : {std::pair{"api_time", r.api_time_s}, std::pair{"think_time", r.think_time_s},
+                                   std::pair{"ttft", r.ttft_s}}) {
+    if (!value) continue;
+    Put(out, ",\"{}\":", key);
+    Num(out, *value);
   }
   Put(out, "}}");
 }

@@ -7,10 +7,10 @@
 
 namespace kvpool::trace::json_fields {
 
-Result<Json> ParseLine(std::string_view line, std::string_view where) {
+Result<Json> ParseRecord(std::string_view text, std::string_view where) {
   // nlohmann reports syntax errors by exception; it must not escape this module.
   try {
-    return Json::parse(line);
+    return Json::parse(text);
   } catch (const Json::exception& e) {
     std::string what = e.what();
     // Drop the "[json.exception.parse_error.101] " tag: it means nothing to a user.
@@ -98,6 +98,14 @@ Result<std::optional<int64_t>> OptionalNonNegativeInt(const Json& object, std::s
   if (it == object.end() || it->is_null()) return std::optional<int64_t>();
   KVPOOL_TRACE_ASSIGN_OR_RETURN(int64_t value, NonNegativeInt(object, key, where));
   return std::optional<int64_t>(value);
+}
+
+Result<std::optional<double>> OptionalNonNegativeNumber(const Json& object, std::string_view key,
+                                                       std::string_view where) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<double>();
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(double value, NonNegativeNumber(object, key, where));
+  return std::optional<double>(value);
 }
 
 std::string OpaqueText(const Json& object, std::string_view key) {

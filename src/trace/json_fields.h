@@ -19,8 +19,8 @@ namespace kvpool::trace::json_fields {
 
 using Json = nlohmann::json;
 
-// Parses one JSON document (one JSONL line). A syntax error names `where` and the column.
-Result<Json> ParseLine(std::string_view line, std::string_view where);
+// Parses one JSON document (a JSONL line or a whole .json file). A syntax error names `where` and the column.
+Result<Json> ParseRecord(std::string_view text, std::string_view where);
 
 // "where: message": the one shape of every error from this folder.
 Status Invalid(std::string_view where, std::string_view message);
@@ -38,6 +38,9 @@ Result<std::vector<uint64_t>> IdList(const Json& object, std::string_view key, s
 // Absent or null -> nullopt; otherwise a non-negative integer.
 Result<std::optional<int64_t>> OptionalNonNegativeInt(const Json& object, std::string_view key,
                                                       std::string_view where);
+// Absent or null -> nullopt; otherwise a finite non-negative number.
+Result<std::optional<double>> OptionalNonNegativeNumber(const Json& object, std::string_view key,
+                                                       std::string_view where);
 // Absent -> ""; otherwise the value as compact JSON text, kept opaque.
 std::string OpaqueText(const Json& object, std::string_view key);
 

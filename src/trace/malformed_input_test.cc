@@ -14,9 +14,12 @@ using testing::RequestJson;
 using testing::SubagentJson;
 using testing::TraceJson;
 
+// Strict: the first invalid trace is the error (the messages are those a skip reports).
 Status ParseAgentXText(const std::string& text) {
   std::istringstream in(text);
-  return ParseAgentX(in, "traces.jsonl").status();
+  LoadOptions strict;
+  strict.strict = true;
+  return ParseAgentX(in, "traces.jsonl", strict).status();
 }
 Status ParseMooncakeText(const std::string& text) {
   std::istringstream in(text);
@@ -39,31 +42,42 @@ TEST(MalformedAgentX, ErrorsNameFileLineAndField) {
     std::string message;
   };
   const std::vector<Case> cases = {
+      {Replace(good, R"("in":256)", R"("in":300)"), ""},  // a partial tail block: 4 full blocks, valid
       {Replace(good, R"("in":256)", R"("in":1000)"),
-       "traces.jsonl:4: request 3: 'in' (1000) is not a multiple of block_size (64)"},
-      {Replace(good, R"("in":256)", R"("in":320)"),
-       "traces.jsonl:4: request 3: 'hash_ids' has 4 ids but 'in' (320) / block_size (64) = 5"},
+       "traces.jsonl:4: trace 't': request 3: 'hash_ids' has 4 ids but floor('in' (1000) / block_size (64)) = 15"},
+      {Replace(good, R"("in":256)", R"("in":250)"),
+       "traces.jsonl:4: trace 't': request 3: 'hash_ids' has 4 ids but floor('in' (250) / block_size (64)) = 3"},
       {Replace(good, R"("hash_id_scope":"local")", R"("hash_id_scope":"global")"),
-       "traces.jsonl:4: 'hash_id_scope' is \"global\"; only \"local\""},
+       "traces.jsonl:4: trace 't': 'hash_id_scope' is \"global\"; only \"local\""},
       {Replace(good, R"("in":256)", R"("in":"abc")"),
-       "traces.jsonl:4: request 3: 'in' must be a non-negative integer, got \"abc\""},
+       "traces.jsonl:4: trace 't': request 3: 'in' must be a non-negative integer, got \"abc\""},
       {Replace(good, R"("in":256)", R"("in":-64)"), "request 3: 'in' must be a non-negative integer, got -64"},
       {Replace(good, R"("in":256)", R"("in":256.5)"), "request 3: 'in' must be a non-negative integer"},
-      {Replace(good, R"("block_size":64)", R"("block_size":0)"), "traces.jsonl:4: 'block_size' must be positive"},
+      {Replace(good, R"("block_size":64)", R"("block_size":0)"),
+       "traces.jsonl:4: trace 't': 'block_size' must be positive"},
       {Replace(good, R"("id":"t",)", ""), "traces.jsonl:4: missing 'id'"},
-      {Replace(good, R"("t":2,)", R"("t":0.5,)"), "traces.jsonl:4: request 2: 't' (0.5) is earlier than the previous"},
+      {Replace(good, R"("t":2,)", R"("t":0.5,)"),
+       "traces.jsonl:4: trace 't': request 2: 't' (0.5) is earlier than the previous"},
+      {Replace(good, R"("api_time":1,)", ""), ""},  // real files miss timing fields at times
+      {Replace(good, R"(,"think_time":0.5)", ""), ""},
+      {Replace(good, R"("api_time":1,)", R"("api_time":null,)"), ""},
+      {Replace(good, R"("api_time":1,)", R"("api_time":-1,)"), "request 0: 'api_time' must be a non-negative number"},
+      {Replace(good, R"("api_time":1,)", R"("api_time":"1",)"), "request 0: 'api_time' must be a non-negative number"},
       {Replace(good, R"("type":"n","t":3)", R"("type":"x","t":3)"), "request 3: 'type' must be \"n\", \"s\" or \"subagent\""},
       {Replace(good, R"("hash_ids":[1,2,3,4])", R"("hash_ids":[1,2,-3,4])"), "request 3: 'hash_ids'[2] must be a non-negative integer"},
-      {Replace(good, R"("requests":[)", R"("requests":7,"x":[)"), "traces.jsonl:4: 'requests' must be a list, got 7"},
+      {Replace(good, R"("requests":[)", R"("requests":7,"x":[)"),
+       "traces.jsonl:4: trace 't': 'requests' must be a list, got 7"},
       {TraceJson("t", {RequestJson(0, {1}, 64, "s")}), ""},  // a valid streaming request
-      {Replace(TraceJson("t", {RequestJson(0, {1}, 64, "s")}), R"(,"ttft":0.2)", ""), "request 0: missing 'ttft'"},
+      {Replace(TraceJson("t", {RequestJson(0, {1}, 64, "s")}), R"(,"ttft":0.2)", ""), ""},  // as in real files
+      {Replace(TraceJson("t", {RequestJson(0, {1}, 64, "s")}), R"(,"ttft":0.2)", R"(,"ttft":"x")"),
+       "request 0: 'ttft' must be a non-negative number"},
       {TraceJson("t", {RequestJson(0, {1}), SubagentJson(1, "a", {RequestJson(1, {2})}, "done")}),
        "request 1: 'status' must be \"completed\" or \"async_launched\""},
       {TraceJson("t", {RequestJson(0, {1}), SubagentJson(1, "a", {RequestJson(1, {2}, 64, "n", ",\"in\":3")})}),
-       "traces.jsonl:4: "},  // duplicate key: nlohmann keeps the last value, 3 is no multiple of 64
+       "traces.jsonl:4: "},  // duplicate key: nlohmann keeps the last value, floor(3 / 64) = 0 ids
       {TraceJson("t", {RequestJson(0, {1}), SubagentJson(1, "a", {SubagentJson(1, "b", {})})}),
-       "traces.jsonl:4: request 1 (subagent) request 0: nested subagents are not supported"},
-      {TraceJson("t", {SubagentJson(1, "a", {RequestJson(1, {2})})}), "traces.jsonl:4: trace 't' has no main-thread requests"},
+       "traces.jsonl:4: trace 't': request 1 (subagent) request 0: nested subagents are not supported"},
+      {TraceJson("t", {SubagentJson(1, "a", {RequestJson(1, {2})})}), "traces.jsonl:4: trace 't': no main-thread requests"},
       {"[1,2,3]", "traces.jsonl:4: a trace must be a JSON object, got [1,2,3]"},
       {good.substr(0, good.size() / 2), "traces.jsonl:4: not valid JSON: "},
       {"\x01\xff garbage", "traces.jsonl:4: not valid JSON: "},

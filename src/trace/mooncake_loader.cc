@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "trace/json_fields.h"
 
@@ -14,7 +13,7 @@ namespace {
 using json_fields::Invalid;
 
 Result<Request> ParseMooncakeRequest(std::string_view line, const std::string& where) {
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(json_fields::Json doc, json_fields::ParseLine(line, where));
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(json_fields::Json doc, json_fields::ParseRecord(line, where));
   if (!doc.is_object())
     return Invalid(where, fmt::format("a request must be a JSON object, got {}", json_fields::Show(doc)));
   KVPOOL_TRACE_ASSIGN_OR_RETURN(int64_t timestamp_ms, json_fields::NonNegativeInt(doc, "timestamp", where));
@@ -33,41 +32,44 @@ Result<Request> ParseMooncakeRequest(std::string_view line, const std::string& w
 
 }  // namespace
 
+MooncakeTraceBuilder::MooncakeTraceBuilder(std::string_view source, LoadOptions options) : options_(options) {
+  corpus_.format = TraceFormat::kMooncake;
+  trace_.id = std::string(source);
+  trace_.block_size = kMooncakeBlockSize;
+  trace_.hash_id_scope = "global";
+}
+
+Status MooncakeTraceBuilder::Add(std::string_view record, const std::string& where) {
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(Request r, ParseMooncakeRequest(record, where));
+  if (r.start_time_s < last_start_s_)
+    return Invalid(where, fmt::format("'timestamp' ({}) is earlier than the previous request's ({}); requests "
+                                      "must be in time order",
+                                      r.start_time_s * 1000, last_start_s_ * 1000));
+  last_start_s_ = r.start_time_s;
+  if (options_.max_context_tokens > 0 && r.input_tokens + r.output_tokens > options_.max_context_tokens) {
+    ++corpus_.skipped_over_max_context;
+    return Status::Ok();
+  }
+  trace_.requests.push_back(std::move(r));
+  return Status::Ok();
+}
+
+Result<Corpus> MooncakeTraceBuilder::Finish() && {
+  if (trace_.requests.empty() && corpus_.skipped_over_max_context == 0)
+    return InvalidArgument(fmt::format("{}: no requests", trace_.id));
+  corpus_.traces.push_back(std::move(trace_));
+  return std::move(corpus_);
+}
+
 Result<Corpus> ParseMooncake(std::istream& in, std::string_view source, const LoadOptions& options) {
-  Corpus corpus;
-  corpus.format = TraceFormat::kMooncake;
-  Trace trace;
-  trace.id = std::string(source);
-  trace.block_size = kMooncakeBlockSize;
-  trace.hash_id_scope = "global";
-  double last_start_s = 0;
+  MooncakeTraceBuilder builder(source, options);
   std::string line;
   for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = fmt::format("{}:{}", source, line_number);
-    KVPOOL_TRACE_ASSIGN_OR_RETURN(Request r, ParseMooncakeRequest(line, where));
-    if (r.start_time_s < last_start_s)
-      return Invalid(where, fmt::format("'timestamp' ({}) is earlier than the previous request's ({}); requests "
-                                        "must be in time order",
-                                        r.start_time_s * 1000, last_start_s * 1000));
-    last_start_s = r.start_time_s;
-    if (options.max_context_tokens > 0 && r.input_tokens + r.output_tokens > options.max_context_tokens) {
-      ++corpus.skipped_over_max_context;
-      continue;
-    }
-    trace.requests.push_back(std::move(r));
+    KVPOOL_RETURN_IF_ERROR(builder.Add(line, fmt::format("{}:{}", source, line_number)));
   }
   if (in.bad()) return Unavailable(fmt::format("{}: read failed: {}", source, std::strerror(errno)));
-  if (trace.requests.empty() && corpus.skipped_over_max_context == 0)
-    return InvalidArgument(fmt::format("{}: no requests", source));
-  corpus.traces.push_back(std::move(trace));
-  return corpus;
-}
-
-Result<Corpus> LoadMooncakeFile(const std::string& path, const LoadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  return ParseMooncake(in, path, options);
+  return std::move(builder).Finish();
 }
 
 }  // namespace kvpool::trace

@@ -44,7 +44,7 @@ TEST(MooncakeLoader, SkipsRequestsOverTheMaxContext) {
 }
 
 TEST(MooncakeLoader, LoadsTheRealFast25SyntheticTrace) {
-  Result<Corpus> corpus = LoadTraceFile(kRealTrace, std::nullopt);  // format detected
+  Result<Corpus> corpus = LoadTraces(kRealTrace, std::nullopt);  // format detected
   ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
   EXPECT_EQ(corpus->format, TraceFormat::kMooncake);
   ASSERT_EQ(corpus->traces.size(), 1u);
@@ -56,14 +56,6 @@ TEST(MooncakeLoader, LoadsTheRealFast25SyntheticTrace) {
   // Python walk over the same file gives the same counts).
   EXPECT_EQ(ceiling.hit_blocks, 77953);
   EXPECT_EQ(ceiling.total_blocks, 121877);
-}
-
-TEST(TraceLoader, DetectsTheFormatOrSaysWhyNot) {
-  EXPECT_EQ(DetectTraceFormat(kRealTrace).value(), TraceFormat::kMooncake);
-  EXPECT_FALSE(ParseTraceFormatChoice("weka").ok());
-  EXPECT_EQ(ParseTraceFormatChoice("agentx").value(), TraceFormat::kAgentX);
-  EXPECT_FALSE(ParseTraceFormatChoice("auto").value().has_value());
-  EXPECT_EQ(DetectTraceFormat("/nonexistent.jsonl").status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

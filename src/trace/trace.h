@@ -2,7 +2,8 @@
 // Subagents it spawns.
 //
 // Two file formats load into it (see README.md and /work/shared/agentx-format.md):
-//   * AgentX ("weka") JSONL: one session tree per line; block ids are local to a trace.
+//   * AgentX ("weka"): one session tree per record (a JSONL line or a .json file); block ids
+//     are local to a trace.
 //   * Mooncake FAST'25 JSONL: one request per line, block ids global over the file. It loads
 //     as a Corpus with a single Trace (hash_id_scope "global") whose main thread holds every
 //     request in file order; think/api times are zero and there are no subagents.
@@ -36,22 +37,27 @@ enum class RequestType { kNormal, kStreaming };
 struct Request {
   double start_time_s = 0;   // [t] absolute trace time, seconds (Mooncake: timestamp / 1000)
   std::string model;         // [model] "" for Mooncake
-  int64_t input_tokens = 0;  // [in] AgentX: a multiple of block_size
+  int64_t input_tokens = 0;  // [in]
   int64_t output_tokens = 0; // [out]
   // [hash_ids] one id per input block: equal ids at equal positions = shareable prefix.
-  // AgentX: size() == input_tokens / block_size; Mooncake: ceil(input_tokens / 512).
+  // AgentX: one per *full* block, size() == floor(input_tokens / block_size); the partial
+  // tail block has no id and is never a hit. Mooncake: ceil(input_tokens / 512), the last
+  // block may be partial.
   BlockIds hash_ids;
   std::string stop_reason;   // [stop] "", "tool_use", "end_turn", ...
-  double api_time_s = 0;     // [api_time] server time of the call
-  double think_time_s = 0;   // [think_time] client delay before the call
+  // [api_time] server time of the call and [think_time] client delay before it; real files
+  // miss either at times (nullopt). A missing api_time counts as 0, so the wait before the
+  // next request falls back to the gap between the two recorded start times.
+  std::optional<double> api_time_s;
+  std::optional<double> think_time_s;
   RequestType type = RequestType::kNormal;  // [type]
-  std::optional<double> ttft_s;             // [ttft] present iff type is kStreaming
+  std::optional<double> ttft_s;             // [ttft] streaming requests only, and not always
   // [input_types] / [output_types]: opaque to kvpool, kept as compact JSON text ("" = absent)
   // so the writer reproduces them.
   std::string input_types_json;
   std::string output_types_json;
 
-  double end_time_s() const { return start_time_s + api_time_s; }
+  double end_time_s() const { return start_time_s + api_time_s.value_or(0); }
   friend bool operator==(const Request&, const Request&) = default;
 };
 
@@ -115,6 +121,9 @@ struct Corpus {
   int64_t skipped_over_max_context = 0;
   // Subagent entries with no preceding parent request (dropped, per the format).
   int64_t dropped_subagents = 0;
+  // One message per trace left out because it failed validation (or per file that could not
+  // be read to its end), naming the record, trace id, request and field. Empty in strict mode.
+  std::vector<std::string> skipped_invalid;
 
   friend bool operator==(const Corpus&, const Corpus&) = default;
 };

@@ -8,12 +8,24 @@
 namespace kvpool::trace {
 namespace {
 
-void AddWalked(const Request& r, int64_t hits, int64_t block_size, std::vector<double>& new_tokens) {
-  new_tokens.push_back(double(std::max<int64_t>(0, r.input_tokens - hits * block_size)));
+nlohmann::json ToJson(const Distribution& d) {
+  nlohmann::json j = {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"max", d.max}};
+  if (!d.quantiles.empty()) j["quantiles"] = d.quantiles;
+  return j;
 }
 
-nlohmann::json ToJson(const Distribution& d) {
-  return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"max", d.max}};
+// The waits between a thread's requests (see TraceStats::gap_s).
+void AddGaps(const Trace& t, std::vector<double>& gaps) {
+  const auto wait = [](double start, double previous_end) { return std::max(0.0, start - previous_end); };
+  for (size_t i = 1; i < t.requests.size(); ++i)
+    gaps.push_back(wait(t.requests[i].start_time_s, t.requests[i - 1].end_time_s()));
+  for (const Subagent& sub : t.subagents) {
+    double previous_end = t.requests[sub.spawned_after_turn].end_time_s();
+    for (const Request& r : sub.requests) {
+      gaps.push_back(wait(r.start_time_s, previous_end));
+      previous_end = r.end_time_s();
+    }
+  }
 }
 
 std::string Tokens(double n) {
@@ -34,7 +46,7 @@ std::string Line(std::string_view name, const Distribution& d, Format format) {
 
 }  // namespace
 
-Distribution Summarize(std::vector<double> values) {
+Distribution Summarize(std::vector<double> values, int quantiles) {
   Distribution d;
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
@@ -49,16 +61,22 @@ Distribution Summarize(std::vector<double> values) {
   d.p50 = rank(0.5);
   d.p90 = rank(0.9);
   d.max = values.back();
+  if (quantiles > 0) {
+    d.quantiles.push_back(values.front());
+    for (int i = 1; i <= quantiles; ++i) d.quantiles.push_back(rank(double(i) / quantiles));
+  }
   return d;
 }
 
-TraceStats ComputeStats(const Corpus& corpus) {
+TraceStats ComputeStats(const Corpus& corpus, const StatsOptions& options) {
   TraceStats s;
   s.format = corpus.format;
   s.traces = static_cast<int64_t>(corpus.traces.size());
   s.dropped_subagents = corpus.dropped_subagents;
   s.skipped_over_max_context = corpus.skipped_over_max_context;
-  std::vector<double> input, fresh, output, think, turns, duration, first_input, last_input, peak;
+  s.skipped_invalid = static_cast<int64_t>(corpus.skipped_invalid.size());
+  s.max_context_tokens = options.max_context_tokens;
+  std::vector<double> input, fresh, output, think, gaps, turns, duration, first_input, last_input, peak;
 
   // Mooncake ids are global: one walk over the file. AgentX: one walk per trace.
   PrefixHitWalk global_walk;
@@ -78,13 +96,21 @@ TraceStats ComputeStats(const Corpus& corpus) {
     PrefixHitWalk& walk = corpus.format == TraceFormat::kMooncake ? global_walk : trace_walk;
     double first_start = INFINITY, last_end = 0;
     for (const Request* r : t.RequestsInTimeOrder()) {
-      AddWalked(*r, walk.Visit(r->hash_ids), t.block_size, fresh);
+      const int64_t hit_tokens = std::min(r->input_tokens, walk.Visit(r->hash_ids) * t.block_size);
+      s.ceiling_hit_tokens += hit_tokens;
+      s.input_tokens_total += r->input_tokens;
+      fresh.push_back(double(r->input_tokens - hit_tokens));
       input.push_back(double(r->input_tokens));
       output.push_back(double(r->output_tokens));
-      think.push_back(r->think_time_s);
+      if (r->think_time_s) think.push_back(*r->think_time_s);
+      s.requests_missing_api_time += r->api_time_s ? 0 : 1;
+      s.requests_missing_think_time += r->think_time_s ? 0 : 1;
+      s.requests_missing_timing += r->api_time_s && r->think_time_s ? 0 : 1;
+      s.requests_with_partial_tail += r->input_tokens > int64_t(r->hash_ids.size()) * t.block_size ? 1 : 0;
       first_start = std::min(first_start, r->start_time_s);
       last_end = std::max(last_end, r->end_time_s());
     }
+    if (!t.requests.empty()) AddGaps(t, gaps);
     if (corpus.format == TraceFormat::kAgentX) s.ceiling += trace_walk.totals();
     if (!t.requests.empty()) {
       turns.push_back(double(t.requests.size()));
@@ -94,19 +120,21 @@ TraceStats ComputeStats(const Corpus& corpus) {
     }
     const int64_t peak_context = t.PeakContextTokens();
     peak.push_back(double(peak_context));
-    if (peak_context > kReferenceMaxContextTokens) ++s.traces_over_reference_context;
+    if (peak_context > options.max_context_tokens) ++s.traces_over_max_context;
   }
   if (corpus.format == TraceFormat::kMooncake) s.ceiling = global_walk.totals();
   s.requests = s.top_level_requests + s.subagent_requests;
-  s.input_tokens = Summarize(std::move(input));
-  s.new_tokens = Summarize(std::move(fresh));
-  s.output_tokens = Summarize(std::move(output));
-  s.think_time_s = Summarize(std::move(think));
-  s.main_turns = Summarize(std::move(turns));
-  s.session_duration_s = Summarize(std::move(duration));
-  s.first_input_tokens = Summarize(std::move(first_input));
-  s.last_input_tokens = Summarize(std::move(last_input));
-  s.peak_context_tokens = Summarize(std::move(peak));
+  const int q = options.quantiles;
+  s.input_tokens = Summarize(std::move(input), q);
+  s.new_tokens = Summarize(std::move(fresh), q);
+  s.output_tokens = Summarize(std::move(output), q);
+  s.think_time_s = Summarize(std::move(think), q);
+  s.gap_s = Summarize(std::move(gaps), q);
+  s.main_turns = Summarize(std::move(turns), q);
+  s.session_duration_s = Summarize(std::move(duration), q);
+  s.first_input_tokens = Summarize(std::move(first_input), q);
+  s.last_input_tokens = Summarize(std::move(last_input), q);
+  s.peak_context_tokens = Summarize(std::move(peak), q);
   return s;
 }
 
@@ -115,22 +143,30 @@ std::string FormatStatsText(const TraceStats& s) {
   std::string out;
   out += fmt::format("format {}: {} traces, {} requests ({} top-level, {} in {} subagents)\n", TraceFormatName(s.format),
                      s.traces, s.requests, s.top_level_requests, s.subagent_requests, s.subagents);
-  out += fmt::format("  subagents: max fan-out {}, {} background; loader dropped {} subagents, skipped {} over max context\n",
-                     s.max_fan_out, s.background_subagents, s.dropped_subagents, s.skipped_over_max_context);
-  out += fmt::format("  reuse ceiling {:.2f}% ({} of {} blocks hit)\n", 100 * s.ceiling.ratio(), s.ceiling.hit_blocks,
-                     s.ceiling.total_blocks);
+  out += fmt::format("  subagents: max fan-out {}, {} background; loader dropped {} subagents\n", s.max_fan_out,
+                     s.background_subagents, s.dropped_subagents);
+  out += fmt::format("  loader skipped {} invalid traces and {} over its max context\n", s.skipped_invalid,
+                     s.skipped_over_max_context);
+  out += fmt::format("  reuse ceiling {:.2f}% of blocks ({} of {} hit), {:.2f}% of input tokens\n",
+                     100 * s.ceiling.ratio(), s.ceiling.hit_blocks, s.ceiling.total_blocks, 100 * s.token_ceiling());
+  out += fmt::format("  requests missing timing: {} ({} without api_time: the replay waits the gap between start "
+                     "times; {} without think_time)\n",
+                     s.requests_missing_timing, s.requests_missing_api_time, s.requests_missing_think_time);
+  out += fmt::format("  requests ending inside a block (a partial tail, never a hit): {}\n",
+                     s.requests_with_partial_tail);
   out += "per request:\n";
   out += Line("input tokens", s.input_tokens, Tokens);
   out += Line("new tokens", s.new_tokens, Tokens);
   out += Line("output tokens", s.output_tokens, Tokens);
-  out += Line("think time", s.think_time_s, Seconds);
+  out += Line("think time (recorded)", s.think_time_s, Seconds);
+  out += Line("gap before request", s.gap_s, Seconds);
   out += "per trace:\n";
   out += Line("main-thread turns", s.main_turns, count);
   out += Line("session duration", s.session_duration_s, Seconds);
   out += Line("first main input", s.first_input_tokens, Tokens);
   out += Line("last main input", s.last_input_tokens, Tokens);
   out += Line("peak in+out", s.peak_context_tokens, Tokens);
-  out += fmt::format("  {} traces exceed a {}-token context\n", s.traces_over_reference_context, kReferenceMaxContextTokens);
+  out += fmt::format("  {} traces exceed a {}-token context\n", s.traces_over_max_context, s.max_context_tokens);
   return out;
 }
 
@@ -146,14 +182,22 @@ nlohmann::json StatsToJson(const TraceStats& s) {
       {"max_fan_out", s.max_fan_out},
       {"dropped_subagents", s.dropped_subagents},
       {"skipped_over_max_context", s.skipped_over_max_context},
-      {"traces_over_reference_context", s.traces_over_reference_context},
-      {"reference_context_tokens", kReferenceMaxContextTokens},
+      {"skipped_invalid", s.skipped_invalid},
+      {"max_context_tokens", s.max_context_tokens},
+      {"traces_over_max_context", s.traces_over_max_context},
+      {"requests_missing_api_time", s.requests_missing_api_time},
+      {"requests_missing_think_time", s.requests_missing_think_time},
+      {"requests_missing_timing", s.requests_missing_timing},
+      {"requests_with_partial_tail", s.requests_with_partial_tail},
       {"reuse_ceiling", {{"hit_blocks", s.ceiling.hit_blocks}, {"total_blocks", s.ceiling.total_blocks},
                          {"ratio", s.ceiling.ratio()}}},
+      {"token_reuse_ceiling", {{"hit_tokens", s.ceiling_hit_tokens}, {"input_tokens", s.input_tokens_total},
+                               {"ratio", s.token_ceiling()}}},
       {"input_tokens", ToJson(s.input_tokens)},
       {"new_tokens", ToJson(s.new_tokens)},
       {"output_tokens", ToJson(s.output_tokens)},
       {"think_time_s", ToJson(s.think_time_s)},
+      {"gap_s", ToJson(s.gap_s)},
       {"main_turns", ToJson(s.main_turns)},
       {"session_duration_s", ToJson(s.session_duration_s)},
       {"first_input_tokens", ToJson(s.first_input_tokens)},

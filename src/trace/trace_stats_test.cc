@@ -6,6 +6,7 @@
 
 #include "trace/agentx_loader.h"
 #include "trace/agentx_test_lines.h"
+#include "trace/trace_loader.h"
 
 namespace kvpool::trace {
 namespace {
@@ -57,6 +58,35 @@ TEST(ComputeStats, CountsAndNewTokensOnAHandMadeCorpus) {
   const std::string summary = FormatStatsText(s);
   EXPECT_NE(summary.find("2 traces, 6 requests (3 top-level, 3 in 3 subagents)"), std::string::npos) << summary;
   EXPECT_NE(summary.find("reuse ceiling 30.00%"), std::string::npos) << summary;
+}
+
+// The figures the sample's README gives, from an independent walk over the same files.
+TEST(ComputeStats, TheRealSample) {
+  Result<Corpus> corpus = LoadTraces(std::string(KVPOOL_TRACE_TESTDATA) + "/weka-sample", std::nullopt);
+  ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
+  StatsOptions options;
+  options.max_context_tokens = 150'000;
+  const TraceStats s = ComputeStats(*corpus, options);
+  EXPECT_EQ(s.traces, 8);
+  EXPECT_EQ(s.requests, 247);
+  EXPECT_EQ(s.top_level_requests, 143);
+  EXPECT_EQ(s.subagent_requests, 104);
+  EXPECT_EQ(s.input_tokens.p50, 61'593);
+  EXPECT_EQ(s.new_tokens.p50, 1'262);
+  EXPECT_EQ(fmt::format("{:.2f}", 100 * s.ceiling.ratio()), "92.06");
+  EXPECT_EQ(s.requests_missing_api_time, 7);
+  EXPECT_EQ(s.requests_missing_think_time, 3);
+  EXPECT_EQ(s.requests_missing_timing, 8);
+  EXPECT_EQ(s.traces_over_max_context, 1);  // trace_0001 peaks at 197.9K tokens
+  EXPECT_LT(s.token_ceiling(), s.ceiling.ratio());  // tails are input, never hits
+  EXPECT_EQ(s.think_time_s.count, 244);
+  EXPECT_EQ(s.gap_s.count, 247 - 8);  // every request but a trace's first
+}
+
+TEST(ComputeStats, QuantilesDrawTheDistribution) {
+  const Distribution d = Summarize({4, 1, 3, 2}, 4);
+  EXPECT_EQ(d.quantiles, (std::vector<double>{1, 1, 2, 3, 4}));
+  EXPECT_TRUE(Summarize({4, 1}).quantiles.empty());
 }
 
 }  // namespace
