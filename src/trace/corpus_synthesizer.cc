@@ -98,7 +98,10 @@ constexpr std::array<SubagentKind, 3> kSubagentKinds = {{
 class TraceSynthesizer {
  public:
   TraceSynthesizer(const SynthesisOptions& options, uint64_t seed, int index)
-      : options_(options), index_(index), rng_(seed ^ (0x51ed27a1c9f3b5e7ULL * (uint64_t(index) + 1))) {}
+      : options_(options),
+        index_(index),
+        rng_(seed ^ (0x51ed27a1c9f3b5e7ULL * (uint64_t(index) + 1))),
+        tail_rng_(~seed ^ (0x2545f4914f6cdd1dULL * (uint64_t(index) + 1))) {}
 
   Trace Build(uint64_t seed) {
     Trace trace;
@@ -132,7 +135,7 @@ class TraceSynthesizer {
       r.think_time_s = Millis(think);
       r.model = main_model_;
       r.hash_ids = ids.Snapshot();
-      r.input_tokens = static_cast<int64_t>(r.hash_ids.size()) * options_.block_size;
+      r.input_tokens = InputTokens(r.hash_ids);
       const bool compacting = !last && r.input_tokens > compact_at;
       r.output_tokens = compacting ? rng_.UniformInt(3'000, 6'000) : OutputTokens(kOutputTokensMedian, kOutputTokensSigma);
       r.stop_reason = (last || compacting || rng_.Chance(kEndTurnChance)) ? "end_turn" : "tool_use";
@@ -207,6 +210,13 @@ class TraceSynthesizer {
   int64_t BlocksFor(double tokens) const {
     return std::max<int64_t>(1, std::llround(tokens / static_cast<double>(options_.block_size)));
   }
+  // As in real files, a prompt usually ends inside a block: the full blocks' tokens plus a
+  // tail of 0..block_size-1 tokens that has no id. The tail comes from its own generator, so
+  // it changes nothing else about the corpus.
+  int64_t InputTokens(const BlockIds& ids) {
+    const int64_t tail = static_cast<int64_t>(tail_rng_.Next() % static_cast<uint64_t>(options_.block_size));
+    return static_cast<int64_t>(ids.size()) * options_.block_size + tail;
+  }
   void AppendFresh(BlockIdsBuilder& ids, size_t blocks) {
     for (size_t i = 0; i < blocks; ++i) ids.Append(next_block_id_++);
   }
@@ -264,7 +274,7 @@ class TraceSynthesizer {
       r.think_time_s = Millis(think);
       r.model = model;
       r.hash_ids = ids.Snapshot();
-      r.input_tokens = static_cast<int64_t>(r.hash_ids.size()) * options_.block_size;
+      r.input_tokens = InputTokens(r.hash_ids);
       r.output_tokens = OutputTokens(200, 1.0);
       const bool last = turn + 1 == turns || double(r.input_tokens) > context_limit;
       r.stop_reason = last ? "end_turn" : "tool_use";
@@ -286,6 +296,7 @@ class TraceSynthesizer {
   const SynthesisOptions& options_;
   const int index_;
   Random rng_;
+  Random tail_rng_;
   std::string main_model_;
   uint64_t next_block_id_ = 0;
   std::map<std::string, std::vector<uint64_t>> kind_prefix_;
