@@ -92,20 +92,28 @@ Result<std::vector<uint64_t>> IdList(const Json& object, std::string_view key, s
   return out;
 }
 
+namespace {
+
+// Absent or null -> nullopt; otherwise what `read` makes of the field.
+template <typename T>
+Result<std::optional<T>> AbsentOrNullAsNone(const Json& object, std::string_view key, std::string_view where,
+                                            Result<T> (*read)(const Json&, std::string_view, std::string_view)) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<T>();
+  KVPOOL_TRACE_ASSIGN_OR_RETURN(T value, read(object, key, where));
+  return std::optional<T>(std::move(value));
+}
+
+}  // namespace
+
 Result<std::optional<int64_t>> OptionalNonNegativeInt(const Json& object, std::string_view key,
                                                       std::string_view where) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::optional<int64_t>();
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(int64_t value, NonNegativeInt(object, key, where));
-  return std::optional<int64_t>(value);
+  return AbsentOrNullAsNone(object, key, where, &NonNegativeInt);
 }
 
 Result<std::optional<double>> OptionalNonNegativeNumber(const Json& object, std::string_view key,
                                                        std::string_view where) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::optional<double>();
-  KVPOOL_TRACE_ASSIGN_OR_RETURN(double value, NonNegativeNumber(object, key, where));
-  return std::optional<double>(value);
+  return AbsentOrNullAsNone(object, key, where, &NonNegativeNumber);
 }
 
 std::string OpaqueText(const Json& object, std::string_view key) {

@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include "trace/json_fields.h"
+#include "trace/trace_files.h"
 
 namespace kvpool::trace {
 namespace {
@@ -63,12 +61,8 @@ Result<Corpus> MooncakeTraceBuilder::Finish() && {
 
 Result<Corpus> ParseMooncake(std::istream& in, std::string_view source, const LoadOptions& options) {
   MooncakeTraceBuilder builder(source, options);
-  std::string line;
-  for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    KVPOOL_RETURN_IF_ERROR(builder.Add(line, fmt::format("{}:{}", source, line_number)));
-  }
-  if (in.bad()) return Unavailable(fmt::format("{}: read failed: {}", source, std::strerror(errno)));
+  const auto add = [&](std::string_view record, const std::string& where) { return builder.Add(record, where); };
+  KVPOOL_RETURN_IF_ERROR(ForEachLineRecord(LinesOf(in, source), source, add));
   return std::move(builder).Finish();
 }
 

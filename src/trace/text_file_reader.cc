@@ -82,9 +82,10 @@ Result<std::string> TextFileReader::ReadAll() {
     if (!more.ok()) return more.status();
     if (!*more) break;
   }
-  std::string all = buffer_.substr(next_);
-  buffer_.clear();
+  buffer_.erase(0, next_);
   next_ = 0;
+  std::string all = std::move(buffer_);  // handed over, not copied: it may be a whole document
+  buffer_.clear();
   return all;
 }
 

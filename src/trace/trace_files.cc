@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -37,17 +39,29 @@ Status ForEachRecord(const TraceFile& file, const RecordVisitor& visit) {
     if (IsBlank(*text)) return Status::Ok();
     return visit(*text, file.path);
   }
+  return ForEachLineRecord([reader](std::string* line) { return reader->NextLine(line); }, file.path, visit);
+}
+
+Status ForEachLineRecord(const NextLine& next_line, std::string_view source, const RecordVisitor& visit) {
   std::string line;
   for (int64_t line_number = 1;; ++line_number) {
-    Result<bool> more = reader->NextLine(&line);
+    Result<bool> more = next_line(&line);
     if (!more.ok()) {
       return Unavailable(fmt::format("{}; the records after line {} are lost", more.status().message(),
                                      line_number - 1));
     }
     if (!*more) return Status::Ok();
     if (IsBlank(line)) continue;
-    if (Status s = visit(line, fmt::format("{}:{}", file.path, line_number)); !s.ok()) return s;
+    if (Status s = visit(line, fmt::format("{}:{}", source, line_number)); !s.ok()) return s;
   }
+}
+
+NextLine LinesOf(std::istream& in, std::string_view source) {
+  return [&in, source = std::string(source)](std::string* line) -> Result<bool> {
+    if (std::getline(in, *line)) return true;
+    if (in.bad()) return Unavailable(fmt::format("{}: read failed: {}", source, std::strerror(errno)));
+    return false;
+  };
 }
 
 RecordLayout LayoutOfFileName(std::string_view name) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,14 @@ Result<std::vector<TraceFile>> ListTraceFiles(const std::string& path);
 // before the damage were visited).
 using RecordVisitor = std::function<Status(std::string_view text, const std::string& where)>;
 Status ForEachRecord(const TraceFile& file, const RecordVisitor& visit);
+
+// The JSON Lines walk itself, over any source of lines: `next_line` yields the next line
+// (false at the end, an error when the source cannot be read further); blank lines are
+// passed over and `where` is "SOURCE:LINE". ForEachRecord runs it on a file; LinesOf makes a
+// source of a stream (text held in memory).
+using NextLine = std::function<Result<bool>(std::string* line)>;
+Status ForEachLineRecord(const NextLine& next_line, std::string_view source, const RecordVisitor& visit);
+NextLine LinesOf(std::istream& in, std::string_view source);
 
 // The first record of `file` (for telling its format), or an error when it has none.
 struct FirstTraceRecord {
