@@ -244,15 +244,15 @@ PYBIND11_MODULE(kvpool, m) {
       .def("__exit__", [](LocalPool& p, py::args) { p.Close(); });
 
   py::class_<client::Client>(m, "Client")
-      .def(py::init([](const std::string& master, uint64_t rpc_timeout_ms, bool allow_shm, int shm_copy_threads) {
+      .def(py::init([](const std::string& pool, uint64_t rpc_timeout_ms, bool allow_shm, int shm_copy_threads) {
              client::ClientOptions o;
-             o.master_address = master;
+             o.pool = Take(client::ParsePoolSpec(pool));
              o.rpc_timeout = std::chrono::milliseconds(rpc_timeout_ms);
              o.transfer.allow_shm = allow_shm;
              o.transfer.shm_copy_threads = shm_copy_threads;
              return Take(client::Client::Connect(o));
            }),
-           py::arg("master_address"), py::arg("rpc_timeout_ms") = 5000, py::arg("allow_shm") = true,
+           py::arg("pool"), py::arg("rpc_timeout_ms") = 5000, py::arg("allow_shm") = true,
            py::arg("shm_copy_threads") = 2)
       .def("put",
            [](client::Client& c, const std::string& key, const py::object& value, const std::string& group) {
@@ -299,6 +299,18 @@ PYBIND11_MODULE(kvpool, m) {
         d["hits"] = s.hits;
         d["misses"] = s.misses;
         d["segments"] = s.segments.size();
+        py::list parts;
+        for (const client::PartStats& part : s.parts) {
+          py::dict pd;
+          pd["part"] = part.part;
+          pd["master"] = part.master_address;
+          pd["error"] = part.status.ok() ? py::object(py::none()) : py::object(py::str(part.status.ToString()));
+          pd["objects"] = part.objects;
+          pd["used_bytes"] = part.used_bytes;
+          pd["capacity_bytes"] = part.capacity_bytes;
+          parts.append(pd);
+        }
+        d["parts"] = parts;
         return d;
       });
 

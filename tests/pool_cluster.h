@@ -68,7 +68,7 @@ class PoolCluster {
   // Connects a client once `segments` segments are mounted (or fails after ~20 s).
   std::unique_ptr<client::Client> ConnectWhenReady(size_t segments, bool allow_shm = true) {
     client::ClientOptions o;
-    o.master_address = master_address_;
+    o.pool = client::PoolParts::Single(master_address_);
     o.rpc_timeout = std::chrono::milliseconds(2000);
     o.transfer_timeout = std::chrono::milliseconds(5000);
     o.transfer.allow_shm = allow_shm;

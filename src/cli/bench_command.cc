@@ -16,13 +16,14 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/pool_flags.h"
 #include "client/client.h"
 
 namespace kvpool::cli {
 namespace {
 
 struct BenchOptions {
-  std::string master = "127.0.0.1:50051";
+  PoolFlags pool;
   uint64_t value_size = 1 << 20;
   uint64_t bytes = uint64_t{256} << 20;  // per phase per repetition
   int threads = 1;
@@ -136,7 +137,12 @@ int RunBench(const BenchOptions& o) {
     return 2;
   }
   client::ClientOptions copts;
-  copts.master_address = o.master;
+  auto pool = ResolvePoolOrLocal(o.pool);
+  if (!pool.ok()) {
+    fmt::print(stderr, "kvpool bench: {}\n", pool.status().ToString());
+    return 2;
+  }
+  copts.pool = *pool;
   copts.transfer.allow_shm = !o.no_shm;
   copts.transfer.shm_copy_threads = o.copy_threads;
   // Short leases: a repetition's objects are removed right after they are read, and a removed
@@ -267,9 +273,8 @@ int RunBench(const BenchOptions& o) {
 
 void AddBenchCommand(CLI::App& app) {
   static BenchOptions o;
-  if (const char* env = std::getenv("KVPOOL_MASTER"); env && *env) o.master = env;
   auto* cmd = app.add_subcommand("bench", "Measure put/get throughput and latency (with a memcpy baseline)");
-  cmd->add_option("--master", o.master, "master HOST:PORT (env KVPOOL_MASTER)")->check(HostPort())->capture_default_str();
+  AddPoolFlags(cmd, o.pool, "master HOST:PORT (default 127.0.0.1:50051)");
   AddByteSizeOption(cmd, "--value-size", o.value_size, "bytes per object");
   AddByteSizeOption(cmd, "--bytes", o.bytes, "bytes moved per phase per repetition (capped at half the pool)");
   cmd->add_option("--threads", o.threads, "client threads")->check(CLI::Range(1, 256))->capture_default_str();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/byte_size.h"
+#include "common/host_port.h"
 
 namespace kvpool::cli {
 
@@ -28,13 +29,8 @@ inline CLI::Option* AddByteSizeOption(CLI::App* app, const std::string& name, ui
 inline const CLI::Validator& HostPort() {
   static const CLI::Validator validator(
       [](std::string& text) -> std::string {
-        const auto colon = text.rfind(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-          return "expected HOST:PORT, got '" + text + "'";
-        const std::string port = text.substr(colon + 1);
-        if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
-          return "port in '" + text + "' must be a number from 0 to 65535";
-        return "";
+        const Status s = CheckHostPort(text);
+        return s.ok() ? "" : s.message();
       },
       "HOST:PORT");
   return validator;

@@ -12,6 +12,8 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
   cmd->add_option("--listen", o.listen, "gRPC address to listen on")->check(HostPort())->capture_default_str();
   cmd->add_option("--metrics-listen", o.metrics_listen, "HTTP address for /metrics and /health (\"\" disables)")
       ->capture_default_str();
+  cmd->add_option("--part", o.part, "pool part this master serves (stores and clients check it)")
+      ->check(CLI::Range(0, 1023))->capture_default_str();
   cmd->add_option("--high-watermark", o.high_watermark, "evict when used/capacity passes this")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();
   cmd->add_option("--evict-fraction", o.evict_fraction, "fraction of capacity one eviction pass frees")
@@ -41,7 +43,8 @@ void AddMasterCommand(CLI::App& app) {
       ExitCode() = 1;
       return;
     }
-    spdlog::info("kvpool master listening on {} (metrics: {})", (*server)->address(), MetricsUrl(options, **server));
+    spdlog::info("kvpool master of part {} listening on {} (metrics: {})", options.part, (*server)->address(),
+                 MetricsUrl(options, **server));
     const int sig = WaitForShutdownSignal();
     spdlog::info("signal {}: shutting down", sig);
     (*server)->Shutdown();

@@ -11,34 +11,40 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/pool_flags.h"
 #include "client/client.h"
 
 namespace kvpool::cli {
 namespace {
 
 struct CommonOptions {
-  std::string master;
+  PoolFlags pool;
   int timeout_ms = 5000;
 };
 
 CommonOptions& Common() {
-  static CommonOptions options{[] {
-    const char* env = std::getenv("KVPOOL_MASTER");
-    return std::string(env && *env ? env : "127.0.0.1:50051");
-  }()};
+  static CommonOptions options;
   return options;
 }
 
 void AddCommonOptions(CLI::App* cmd) {
-  cmd->add_option("--master", Common().master, "master HOST:PORT (env KVPOOL_MASTER)")->check(HostPort())->capture_default_str();
+  AddPoolFlags(cmd, Common().pool, "master HOST:PORT (default 127.0.0.1:50051)");
   cmd->add_option("--timeout-ms", Common().timeout_ms, "give up after this long")->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
 }
 
-// Connects or prints why not (and sets the exit code).
-std::unique_ptr<client::Client> ConnectOrReport() {
+// Connects or prints why not (and sets the exit code). `degraded_ok`: a pool with some
+// parts unreachable still connects (stat shows them).
+std::unique_ptr<client::Client> ConnectOrReport(bool degraded_ok = false) {
   client::ClientOptions options;
-  options.master_address = Common().master;
+  options.allow_unreachable_parts = degraded_ok;
+  auto pool = ResolvePoolOrLocal(Common().pool);
+  if (!pool.ok()) {
+    fmt::print(stderr, "kvpool: {}\n", pool.status().ToString());
+    ExitCode() = 2;
+    return nullptr;
+  }
+  options.pool = *pool;
   options.rpc_timeout = std::chrono::milliseconds(Common().timeout_ms);
   options.transfer_timeout = std::chrono::milliseconds(Common().timeout_ms);
   auto c = client::Client::Connect(options);
@@ -138,33 +144,57 @@ void AddObjectCommands(CLI::App& app) {
     if (!s.ok()) ExitCode() = Fail(s);
   });
 
-  auto* stat = app.add_subcommand("stat", "Show pool usage per segment");
+  auto* stat = app.add_subcommand("stat", "Show pool usage per part and segment");
   stat->add_flag("--json", json, "machine-readable output");
   AddCommonOptions(stat);
   stat->callback([] {
-    auto c = ConnectOrReport();
+    auto c = ConnectOrReport(/*degraded_ok=*/true);
     if (!c) return;
     auto s = c->Stat();
     if (!s.ok()) return void(ExitCode() = Fail(s.status()));
+    // A part that did not answer is shown with its error, and makes the exit code 2.
+    if (s->unreachable_parts()) ExitCode() = 2;
+    const auto counters = [](const client::PoolCounters& p) {
+      return nlohmann::json{{"objects", p.objects},         {"used_bytes", p.used_bytes},
+                            {"capacity_bytes", p.capacity_bytes}, {"evicted_objects", p.evicted_objects},
+                            {"evicted_bytes", p.evicted_bytes}, {"hits", p.hits},
+                            {"misses", p.misses}};
+    };
     if (json) {
-      nlohmann::json j = {{"objects", s->objects},         {"used_bytes", s->used_bytes},
-                          {"capacity_bytes", s->capacity_bytes}, {"evicted_objects", s->evicted_objects},
-                          {"evicted_bytes", s->evicted_bytes}, {"hits", s->hits},
-                          {"misses", s->misses},           {"segments", nlohmann::json::array()}};
+      nlohmann::json j = counters(*s);
+      j["parts"] = nlohmann::json::array();
+      for (const auto& part : s->parts) {
+        nlohmann::json pj = part.status.ok() ? counters(part) : nlohmann::json{{"error", part.status.ToString()}};
+        pj["part"] = part.part;
+        pj["master"] = part.master_address;
+        j["parts"].push_back(std::move(pj));
+      }
+      j["segments"] = nlohmann::json::array();
       for (const auto& seg : s->segments) {
-        j["segments"].push_back({{"id", seg.id}, {"store_id", seg.store_id}, {"host_id", seg.host_id},
-                                 {"tcp_address", seg.tcp_address}, {"size", seg.size},
+        j["segments"].push_back({{"part", seg.part}, {"id", seg.id}, {"store_id", seg.store_id},
+                                 {"host_id", seg.host_id}, {"tcp_address", seg.tcp_address}, {"size", seg.size},
                                  {"used_bytes", seg.used_bytes}, {"objects", seg.objects}});
       }
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("pool: {} objects, {} of {} used, {} evicted ({}), hits {} misses {}\n", s->objects,
-               FormatByteSize(s->used_bytes), FormatByteSize(s->capacity_bytes), s->evicted_objects,
-               FormatByteSize(s->evicted_bytes), s->hits, s->misses);
-    for (const auto& seg : s->segments) {
-      fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {}\n", seg.id,
-                 FormatByteSize(seg.used_bytes), FormatByteSize(seg.size), seg.objects, seg.store_id, seg.tcp_address);
+    const auto line = [](const client::PoolCounters& p) {
+      return fmt::format("{} objects, {} of {} used, {} evicted ({}), hits {} misses {}", p.objects,
+                         FormatByteSize(p.used_bytes), FormatByteSize(p.capacity_bytes), p.evicted_objects,
+                         FormatByteSize(p.evicted_bytes), p.hits, p.misses);
+    };
+    fmt::print("pool: {}{}\n", s->parts.size() > 1 ? fmt::format("{} parts, ", s->parts.size()) : "", line(*s));
+    for (const auto& part : s->parts) {
+      if (s->parts.size() > 1 || !part.status.ok()) {
+        fmt::print("part {}  master {}  {}\n", part.part, part.master_address,
+                   part.status.ok() ? line(part) : "UNREACHABLE: " + part.status.ToString());
+      }
+      for (const auto& seg : s->segments) {
+        if (seg.part != part.part) continue;
+        fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {}\n", seg.id,
+                   FormatByteSize(seg.used_bytes), FormatByteSize(seg.size), seg.objects, seg.store_id,
+                   seg.tcp_address);
+      }
     }
   });
 }

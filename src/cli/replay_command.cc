@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/pool_flags.h"
 #include "cli/trace_input.h"
 #include "replay/kv_cache_memory.h"
 #include "replay/replay_run.h"
@@ -45,7 +46,7 @@ struct ReplayFlags {
   std::string geometry = "scaled";
   int servers = 1;
   double speedup = 0;
-  std::string master;
+  PoolFlags pool;
   std::string handoff;  // "": gpu with --gpu, network otherwise
   bool gpu = false;
   std::string json_out;
@@ -137,6 +138,11 @@ int RunReplayCommand(const ReplayFlags& f) {
                        "(use --rate-scale to change the load)\n");
     return 2;
   }
+  const auto pool = ResolvePool(f.pool);
+  if (!pool.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", pool.status().ToString());
+    return 2;
+  }
   std::vector<bool> modes;
   if (f.mode == "pool" || f.mode == "both") modes.push_back(true);
   if (f.mode == "no-pool" || f.mode == "both") modes.push_back(false);
@@ -154,7 +160,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
-      o.master_address = f.master;
+      o.pool = *pool;
       o.open_loop = open_loop;
       o.replay.rate_scale = f.rate_scale;
       o.handoff = f.handoff;
@@ -234,7 +240,7 @@ void AddReplayCommand(CLI::App& app) {
                   "emulated seconds per wall second (trace waits and compute alike); 0 = as fast as possible")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--master", f.master, "use the pool at this master instead of an embedded one")->check(HostPort());
+  AddPoolFlags(cmd, f.pool, "use the pool at this master instead of an embedded one");
   cmd->add_option("--handoff", f.handoff,
                   "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter; "
                   "with --gpu the gather and scatter are kernels on the caches' GPUs), cpu (a memcpy per token-layer; "

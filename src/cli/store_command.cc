@@ -1,8 +1,10 @@
 // kvpool store: contributes a memory segment to the pool and serves its bytes.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/pool_flags.h"
 #include "cli/shutdown_signal.h"
 #include "store/storage_service.h"
 
@@ -23,19 +25,36 @@ void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
 void AddStoreCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("store", "Contribute memory to the pool (a storage service)");
   static store::StorageOptions options;
+  static PoolFlags pool_flags;
   options.memory_bytes = uint64_t{1} << 30;
-  cmd->add_option("--master", options.master_address, "master HOST:PORT")->required()->check(HostPort());
+  AddPoolFlags(cmd, pool_flags, "master HOST:PORT of the part this store joins");
+  cmd->add_option("--part", options.part, "pool part to join: its master is the pool list's entry K")
+      ->check(CLI::Range(0, 1023))->capture_default_str();
   AddByteSizeOption(cmd, "--memory", options.memory_bytes, "segment size");
   AddStoreOptions(cmd, options);
   cmd->callback([] {
+    auto pool = ResolvePool(pool_flags);
+    if (pool.ok() && !pool->has_value()) pool = InvalidArgument("name the pool: --master, --pool or --pool-file");
+    // --master names part K's master itself; a pool list must have part K.
+    const bool direct = !pool_flags.master.empty();
+    if (pool.ok() && !direct && options.part >= (*pool)->size()) {
+      pool = InvalidArgument(fmt::format("part {} is not in the pool (it has parts 0 to {})", options.part,
+                                         (*pool)->size() - 1));
+    }
+    if (!pool.ok()) {
+      spdlog::error("kvpool store: {}", pool.status().ToString());
+      ExitCode() = 2;
+      return;
+    }
+    options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
     auto service = store::StorageService::Start(options);
     if (!service.ok()) {
       spdlog::error("cannot start the storage service: {}", service.status().ToString());
       ExitCode() = 1;
       return;
     }
-    spdlog::info("kvpool store: {} segment {} served on {}", FormatByteSize(options.memory_bytes),
-                 (*service)->segment_id(), (*service)->tcp_address());
+    spdlog::info("kvpool store: {} segment {} of part {} (master {}) served on {}", FormatByteSize(options.memory_bytes),
+                 (*service)->segment_id(), options.part, options.master_address, (*service)->tcp_address());
     const int sig = WaitForShutdownSignal();
     spdlog::info("signal {}: unmounting and shutting down", sig);
     (*service)->Stop();

@@ -1,12 +1,16 @@
 #include "client/client.h"
 
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
+#include "client/part_calls.h"
 #include "proto/status_conversion.h"
 #include "proto/master.grpc.pb.h"
 
@@ -36,83 +40,133 @@ bool MayStillBeWriting(const Status& s) {
   return s.code() == StatusCode::kTimeout || s.code() == StatusCode::kUnavailable;
 }
 
+// Segment ids are numbered by each part's master on its own, so the transfer engine, which
+// serves every part, knows segment `id` of part `p` as (p << 48) | id.
+constexpr int kPartShift = 48;
+uint64_t EngineSegmentId(uint32_t part, uint64_t id) { return (uint64_t{part} << kPartShift) | id; }
+
+// gRPC backs off up to 120 s between reconnects by default; a part whose link came back must
+// be used again within a second. Pings notice a link that died under an open connection, so
+// later calls fail at once instead of each waiting out its deadline.
+std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 4000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 4000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 }  // namespace
 
 struct Client::Impl {
   ClientOptions options;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<proto::Master::Stub> stub;
+  std::vector<std::unique_ptr<proto::Master::Stub>> stubs;  // one per part
+  std::vector<std::string> master_ids;                       // what each part's master said at Connect
   transfer::TransferEngine engine;
 
   std::mutex segments_mu;
-  std::unordered_map<uint64_t, transfer::SegmentEndpoint> segments;  // what the engine was told
+  std::unordered_map<uint64_t, transfer::SegmentEndpoint> segments;  // by engine id: what the engine was told
 
   explicit Impl(const ClientOptions& o) : options(o), engine(o.transfer) {}
 
-  void ConfigureContext(grpc::ClientContext& ctx) const {
-    ctx.set_deadline(std::chrono::system_clock::now() + options.rpc_timeout);  // gRPC takes wall-clock deadlines
+  const std::string& Address(uint32_t part) const { return options.pool.masters[part]; }
+
+  Status RpcError(const grpc::Status& s, const char* method, uint32_t part) const {
+    return FromGrpcStatus(s, method, Address(part));
   }
 
-  Status RpcError(const grpc::Status& s, const char* method) const {
-    return FromGrpcStatus(s, method, options.master_address);
+  template <class Call, class Sync, class Start>
+  void Run(std::vector<Call>& calls, Sync sync, Start start, bool wait_for_ready = false) const {
+    RunPartCalls(stubs, calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, sync, start);
   }
 
-  // Tells the engine about segments it has not seen, or whose endpoint changed.
-  void OpenSegments(const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
+  // One call per part that holds one of `keys`, carrying that part's keys, in part order.
+  template <class Call>
+  std::vector<Call> CallsByPart(std::span<const std::string> keys) const {
+    std::vector<Call> calls(stubs.size());
+    for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+    for (size_t i = 0; i < keys.size(); ++i) calls[options.pool.PartOf(keys[i])].keys.push_back(i);
+    std::erase_if(calls, [](const Call& c) { return c.keys.empty(); });
+    return calls;
+  }
+
+  // Tells the engine about a part's segments it has not seen, or whose endpoint changed.
+  void OpenSegments(uint32_t part, const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
     std::lock_guard lock(segments_mu);
     for (const auto& p : endpoints) {
+      if (p.segment_id() >> kPartShift) continue;  // cannot be named; its keys fail STALE
       transfer::SegmentEndpoint e = ToEndpoint(p);
+      e.segment_id = EngineSegmentId(part, p.segment_id());
+      e.store_segment_id = p.segment_id();
       auto it = segments.find(e.segment_id);
       if (it != segments.end() && it->second.tcp_address == e.tcp_address &&
-          it->second.shm_socket == e.shm_socket && it->second.size == e.size)
+          it->second.shm_socket == e.shm_socket && it->second.size == e.size &&
+          it->second.store_segment_id == e.store_segment_id)
         continue;
       if (engine.OpenSegment(e).ok()) segments[e.segment_id] = e;
     }
   }
 
-  // One BatchGetReplicas round trip: lengths, replicas (same-host first) and read leases.
+  // One BatchGetReplicas round trip per part, concurrently: lengths, replicas (same-host
+  // first) and read leases.
   LookupResult Lookup(std::span<const std::string> keys) {
     LookupResult out;
     out.lengths_.assign(keys.size(), Result<uint64_t>(Internal("not looked up")));
     out.replicas_.resize(keys.size());
     out.lease_deadline_ = Now();
-    if (keys.empty()) return out;
-    proto::BatchGetReplicasRequest request;
-    request.mutable_keys()->Reserve(static_cast<int>(keys.size()));
-    for (const auto& k : keys) request.add_keys(k);
-    request.set_lease_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.lease.count())));
-    proto::BatchGetReplicasReply reply;
-    grpc::ClientContext ctx;
-    ConfigureContext(ctx);
+    using Call = PartCall<proto::BatchGetReplicasRequest, proto::BatchGetReplicasReply>;
+    std::vector<Call> calls = CallsByPart<Call>(keys);
+    for (Call& c : calls) {
+      c.request.mutable_keys()->Reserve(static_cast<int>(c.keys.size()));
+      for (size_t i : c.keys) c.request.add_keys(keys[i]);
+      c.request.set_lease_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.lease.count())));
+    }
     const SteadyTime sent = Now();
-    grpc::Status rpc = stub->BatchGetReplicas(&ctx, request, &reply);
-    if (!rpc.ok() || reply.results_size() != static_cast<int>(keys.size())) {
-      Status err = rpc.ok() ? Internal("master answered BatchGetReplicas with a wrong number of results")
-                            : RpcError(rpc, "BatchGetReplicas");
-      for (auto& r : out.lengths_) r = err;
-      return out;
-    }
-    OpenSegments(reply.segments());
-    // Invariant 1: bytes read after the lease ends may have been overwritten.
-    out.lease_deadline_ = sent + milliseconds(reply.lease_ms());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const proto::GetResult& g = reply.results(static_cast<int>(i));
-      if (g.code() != proto::OK) {
-        out.lengths_[i] = FromProtoCode(g.code(), g.message(), keys[i]);
+    Run(
+        calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchGetReplicas(ctx, c.request, &c.reply); },
+        [](auto& stub, auto* ctx, Call& c, auto done) {
+          stub.async()->BatchGetReplicas(ctx, &c.request, &c.reply, std::move(done));
+        });
+    std::optional<SteadyTime> lease_end;
+    for (const Call& c : calls) {
+      if (!c.status.ok() || c.reply.results_size() != static_cast<int>(c.keys.size())) {
+        Status err = c.status.ok() ? Internal("master answered BatchGetReplicas with a wrong number of results")
+                                   : RpcError(c.status, "BatchGetReplicas", c.part);
+        for (size_t i : c.keys) out.lengths_[i] = err;
         continue;
       }
-      if (g.replicas_size() == 0) {
-        out.lengths_[i] = Internal("master returned no replica for '" + keys[i] + "'");
-        continue;
+      OpenSegments(c.part, c.reply.segments());
+      // Invariant 1: bytes read after the lease ends may have been overwritten. The lookup's
+      // deadline is the earliest of its parts'.
+      const SteadyTime part_lease_end = sent + milliseconds(c.reply.lease_ms());
+      lease_end = lease_end ? std::min(*lease_end, part_lease_end) : part_lease_end;
+      for (size_t j = 0; j < c.keys.size(); ++j) {
+        const size_t i = c.keys[j];
+        const proto::GetResult& g = c.reply.results(static_cast<int>(j));
+        if (g.code() != proto::OK) {
+          out.lengths_[i] = FromProtoCode(g.code(), g.message(), keys[i]);
+          continue;
+        }
+        if (g.replicas_size() == 0) {
+          out.lengths_[i] = Internal("master returned no replica for '" + keys[i] + "'");
+          continue;
+        }
+        out.lengths_[i] = g.length();
+        auto& replicas = out.replicas_[i];
+        for (const auto& r : g.replicas()) replicas.push_back({EngineSegmentId(c.part, r.segment_id()), r.offset()});
+        // Same-host replicas first: they are read by memcpy, not over a socket.
+        std::stable_partition(replicas.begin(), replicas.end(), [&](const LookupResult::Replica& r) {
+          return engine.TransportFor(r.segment_id) == "shm";
+        });
       }
-      out.lengths_[i] = g.length();
-      auto& replicas = out.replicas_[i];
-      for (const auto& r : g.replicas()) replicas.push_back({r.segment_id(), r.offset()});
-      // Same-host replicas first: they are read by memcpy, not over a socket.
-      std::stable_partition(replicas.begin(), replicas.end(), [&](const LookupResult::Replica& r) {
-        return engine.TransportFor(r.segment_id) == "shm";
-      });
     }
+    if (lease_end) out.lease_deadline_ = *lease_end;
     return out;
   }
 
@@ -185,18 +239,43 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
-  if (options.master_address.empty()) return InvalidArgument("master address is empty (expected HOST:PORT)");
+  KVPOOL_RETURN_IF_ERROR(options.pool.Validate());
   auto impl = std::make_unique<Impl>(options);
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  args.SetMaxSendMessageSize(256 << 20);
-  impl->channel = grpc::CreateCustomChannel(options.master_address, grpc::InsecureChannelCredentials(), args);
-  if (!impl->channel->WaitForConnected(std::chrono::system_clock::now() + options.rpc_timeout)) {
-    return Unavailable("cannot reach the kvpool master at " + options.master_address + " within " +
-                       std::to_string(options.rpc_timeout.count()) +
-                       " ms (is `kvpool master` or `kvpool serve` running there?)");
+  for (const std::string& address : options.pool.masters) impl->stubs.push_back(proto::Master::NewStub(MasterChannel(address)));
+
+  using Call = PartCall<proto::DescribeRequest, proto::DescribeReply>;
+  std::vector<Call> calls(options.pool.size());
+  for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+  impl->Run(
+      calls, [](auto& stub, auto* ctx, Call& c) { return stub.Describe(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->Describe(ctx, &c.request, &c.reply, std::move(done)); },
+      /*wait_for_ready=*/true);
+  const bool single = options.pool.size() == 1;
+  const size_t answered = std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.status.ok(); });
+  for (const Call& c : calls) {
+    if (c.status.ok() || (options.allow_unreachable_parts && answered > 0)) continue;
+    return Unavailable(fmt::format(
+        "cannot reach {} at {} within {} ms (is `kvpool master{}` or `kvpool serve` running there?): {}",
+        single ? "the kvpool master" : fmt::format("the master of part {}", c.part), impl->Address(c.part),
+        options.rpc_timeout.count(), single ? "" : fmt::format(" --part {}", c.part), c.status.error_message()));
   }
-  impl->stub = proto::Master::NewStub(impl->channel);
+  std::unordered_map<std::string, uint32_t> part_of_master;
+  for (const Call& c : calls) {
+    if (!c.status.ok()) continue;
+    auto [it, fresh] = part_of_master.emplace(c.reply.master_id(), c.part);
+    if (!fresh) {
+      return InvalidArgument(fmt::format("part {} ({}) and part {} ({}) are the same master", it->second,
+                                         impl->Address(it->second), c.part, impl->Address(c.part)));
+    }
+  }
+  for (const Call& c : calls) {
+    if (c.status.ok() && c.reply.part() != c.part) {
+      return InvalidArgument(fmt::format("{} is listed as part {} but its master serves part {} (check the pool list "
+                                         "and the masters' --part)",
+                                         impl->Address(c.part), c.part, c.reply.part()));
+    }
+    impl->master_ids.push_back(c.reply.master_id());
+  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
@@ -216,46 +295,56 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
   std::vector<Status> results(keys.size());
   if (keys.empty()) return results;
 
-  proto::BatchPutStartRequest start;
-  start.mutable_items()->Reserve(static_cast<int>(keys.size()));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto* item = start.add_items();
-    item->set_key(keys[i]);
-    item->set_length(values[i].size());
-    if (!groups.empty()) item->set_group(groups[i]);
+  using StartCall = PartCall<proto::BatchPutStartRequest, proto::BatchPutStartReply>;
+  std::vector<StartCall> starts = impl_->CallsByPart<StartCall>(keys);
+  for (StartCall& c : starts) {
+    c.request.mutable_items()->Reserve(static_cast<int>(c.keys.size()));
+    for (size_t i : c.keys) {
+      auto* item = c.request.add_items();
+      item->set_key(keys[i]);
+      item->set_length(values[i].size());
+      if (!groups.empty()) item->set_group(groups[i]);
+    }
+    auto* opts = c.request.mutable_options();
+    opts->set_replicas(options.replicas ? options.replicas : impl_->options.replicas);
+    opts->set_group(options.group);
+    opts->set_pin_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.pin_ttl.count())));
   }
-  auto* opts = start.mutable_options();
-  opts->set_replicas(options.replicas ? options.replicas : impl_->options.replicas);
-  opts->set_group(options.group);
-  opts->set_pin_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.pin_ttl.count())));
-
-  proto::BatchPutStartReply started;
-  grpc::ClientContext start_ctx;
-  impl_->ConfigureContext(start_ctx);
   const SteadyTime sent = Now();
-  grpc::Status rpc = impl_->stub->BatchPutStart(&start_ctx, start, &started);
-  if (!rpc.ok() || started.results_size() != static_cast<int>(keys.size())) {
-    Status err = rpc.ok() ? Internal("master answered BatchPutStart with a wrong number of results")
-                          : impl_->RpcError(rpc, "BatchPutStart");
-    return std::vector<Status>(keys.size(), err);
-  }
-  impl_->OpenSegments(started.segments());
-  // Invariant 2: finish well inside the master's put timeout.
-  const SteadyTime deadline =
-      std::min(sent + milliseconds(started.put_timeout_ms() / 2), Now() + impl_->options.transfer_timeout);
+  impl_->Run(
+      starts, [](auto& stub, auto* ctx, StartCall& c) { return stub.BatchPutStart(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, StartCall& c, auto done) {
+        stub.async()->BatchPutStart(ctx, &c.request, &c.reply, std::move(done));
+      });
 
+  // One transfer batch writes every part's replicas at once. Invariant 2: finish well inside
+  // every part's put timeout.
+  SteadyTime deadline = Now() + impl_->options.transfer_timeout;
+  std::vector<bool> started(keys.size(), false);
   std::vector<transfer::TransferRequest> requests;
   std::vector<size_t> owner;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const proto::PutStartResult& r = started.results(static_cast<int>(i));
-    if (r.code() != proto::OK) {
-      results[i] = FromProtoCode(r.code(), r.message(), keys[i]);
+  for (const StartCall& c : starts) {
+    if (!c.status.ok() || c.reply.results_size() != static_cast<int>(c.keys.size())) {
+      Status err = c.status.ok() ? Internal("master answered BatchPutStart with a wrong number of results")
+                                 : impl_->RpcError(c.status, "BatchPutStart", c.part);
+      for (size_t i : c.keys) results[i] = err;
       continue;
     }
-    for (const auto& replica : r.replicas()) {
-      requests.push_back({transfer::OpKind::kWrite, const_cast<std::byte*>(values[i].data()), replica.segment_id(),
-                          replica.offset(), replica.length()});
-      owner.push_back(i);
+    impl_->OpenSegments(c.part, c.reply.segments());
+    deadline = std::min(deadline, sent + milliseconds(c.reply.put_timeout_ms() / 2));
+    for (size_t j = 0; j < c.keys.size(); ++j) {
+      const size_t i = c.keys[j];
+      const proto::PutStartResult& r = c.reply.results(static_cast<int>(j));
+      if (r.code() != proto::OK) {
+        results[i] = FromProtoCode(r.code(), r.message(), keys[i]);
+        continue;
+      }
+      started[i] = true;
+      for (const auto& replica : r.replicas()) {
+        requests.push_back({transfer::OpKind::kWrite, const_cast<std::byte*>(values[i].data()),
+                            EngineSegmentId(c.part, replica.segment_id()), replica.offset(), replica.length()});
+        owner.push_back(i);
+      }
     }
   }
   std::vector<Status> per_request;
@@ -265,37 +354,42 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
     if (!s.ok() && results[owner[q]].ok()) results[owner[q]] = s;
   }
 
-  proto::BatchKeysRequest end, revoke;
-  std::vector<size_t> end_index;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (started.results(static_cast<int>(i)).code() != proto::OK) continue;
-    if (results[i].ok()) {
-      end.add_keys(keys[i]);
-      end_index.push_back(i);
-    } else if (!MayStillBeWriting(results[i])) {
-      revoke.add_keys(keys[i]);
+  // Per part: end the puts whose writes all succeeded, revoke the ones that surely stopped.
+  using KeysCall = PartCall<proto::BatchKeysRequest, proto::BatchKeysReply>;
+  std::vector<KeysCall> ends, revokes;
+  for (const StartCall& c : starts) {
+    KeysCall end, revoke;
+    end.part = revoke.part = c.part;
+    for (size_t i : c.keys) {
+      if (!started[i]) continue;
+      KeysCall& call = results[i].ok() ? end : revoke;
+      if (!results[i].ok() && MayStillBeWriting(results[i])) continue;  // the master's put timeout reclaims it
+      call.keys.push_back(i);
+      call.request.add_keys(keys[i]);
     }
+    if (!end.keys.empty()) ends.push_back(std::move(end));
+    if (!revoke.keys.empty()) revokes.push_back(std::move(revoke));
   }
-  if (revoke.keys_size() > 0) {
-    proto::BatchKeysReply ignored;
-    grpc::ClientContext ctx;
-    impl_->ConfigureContext(ctx);
-    (void)impl_->stub->BatchPutRevoke(&ctx, revoke, &ignored);  // else the master's put timeout reclaims it
-  }
-  if (end.keys_size() > 0) {
-    proto::BatchKeysReply ended;
-    grpc::ClientContext ctx;
-    impl_->ConfigureContext(ctx);
-    rpc = impl_->stub->BatchPutEnd(&ctx, end, &ended);
-    for (size_t j = 0; j < end_index.size(); ++j) {
-      const size_t i = end_index[j];
-      if (!rpc.ok()) {
-        results[i] = impl_->RpcError(rpc, "BatchPutEnd");
-      } else if (static_cast<int>(j) >= ended.results_size()) {
+  impl_->Run(
+      revokes, [](auto& stub, auto* ctx, KeysCall& c) { return stub.BatchPutRevoke(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, KeysCall& c, auto done) {
+        stub.async()->BatchPutRevoke(ctx, &c.request, &c.reply, std::move(done));
+      });
+  impl_->Run(
+      ends, [](auto& stub, auto* ctx, KeysCall& c) { return stub.BatchPutEnd(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, KeysCall& c, auto done) {
+        stub.async()->BatchPutEnd(ctx, &c.request, &c.reply, std::move(done));
+      });
+  for (const KeysCall& c : ends) {
+    for (size_t j = 0; j < c.keys.size(); ++j) {
+      const size_t i = c.keys[j];
+      if (!c.status.ok()) {
+        results[i] = impl_->RpcError(c.status, "BatchPutEnd", c.part);
+      } else if (static_cast<int>(j) >= c.reply.results_size()) {
         results[i] = Internal("master answered BatchPutEnd with too few results");
-      } else if (ended.results(static_cast<int>(j)).code() != proto::OK) {
-        results[i] = FromProtoCode(ended.results(static_cast<int>(j)).code(),
-                                   ended.results(static_cast<int>(j)).message(), keys[i]);
+      } else if (c.reply.results(static_cast<int>(j)).code() != proto::OK) {
+        results[i] = FromProtoCode(c.reply.results(static_cast<int>(j)).code(),
+                                   c.reply.results(static_cast<int>(j)).message(), keys[i]);
       }
     }
   }
@@ -368,17 +462,21 @@ Result<bool> Client::Exists(std::string_view key) {
 }
 
 Result<std::vector<bool>> Client::BatchExists(std::span<const std::string> keys) {
-  proto::BatchKeysRequest request;
-  request.mutable_keys()->Reserve(static_cast<int>(keys.size()));
-  for (const auto& k : keys) request.add_keys(k);
-  proto::BatchExistsReply reply;
-  grpc::ClientContext ctx;
-  impl_->ConfigureContext(ctx);
-  grpc::Status rpc = impl_->stub->BatchExists(&ctx, request, &reply);
-  if (!rpc.ok()) return impl_->RpcError(rpc, "BatchExists");
-  if (reply.exists().size() != keys.size()) return Internal("master answered BatchExists with a wrong number of results");
+  using Call = PartCall<proto::BatchKeysRequest, proto::BatchExistsReply>;
+  std::vector<Call> calls = impl_->CallsByPart<Call>(keys);
+  for (Call& c : calls) {
+    for (size_t i : c.keys) c.request.add_keys(keys[i]);
+  }
+  impl_->Run(
+      calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchExists(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->BatchExists(ctx, &c.request, &c.reply, std::move(done)); });
   std::vector<bool> out(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = reply.exists()[i] != 0;
+  for (const Call& c : calls) {
+    if (!c.status.ok()) return impl_->RpcError(c.status, "BatchExists", c.part);
+    if (c.reply.exists().size() != c.keys.size())
+      return Internal("master answered BatchExists with a wrong number of results");
+    for (size_t j = 0; j < c.keys.size(); ++j) out[c.keys[j]] = c.reply.exists()[j] != 0;
+  }
   return out;
 }
 
@@ -388,43 +486,79 @@ Status Client::Remove(std::string_view key) {
 }
 
 std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
-  proto::BatchKeysRequest request;
-  for (const auto& k : keys) request.add_keys(k);
-  proto::BatchKeysReply reply;
-  grpc::ClientContext ctx;
-  impl_->ConfigureContext(ctx);
-  grpc::Status rpc = impl_->stub->BatchRemove(&ctx, request, &reply);
-  if (!rpc.ok()) return std::vector<Status>(keys.size(), impl_->RpcError(rpc, "BatchRemove"));
-  if (reply.results_size() != static_cast<int>(keys.size()))
-    return std::vector<Status>(keys.size(), Internal("master answered BatchRemove with a wrong number of results"));
-  std::vector<Status> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i)
-    out.push_back(FromProtoCode(reply.results(static_cast<int>(i)).code(), reply.results(static_cast<int>(i)).message(), keys[i]));
+  using Call = PartCall<proto::BatchKeysRequest, proto::BatchKeysReply>;
+  std::vector<Call> calls = impl_->CallsByPart<Call>(keys);
+  for (Call& c : calls) {
+    for (size_t i : c.keys) c.request.add_keys(keys[i]);
+  }
+  impl_->Run(
+      calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchRemove(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->BatchRemove(ctx, &c.request, &c.reply, std::move(done)); });
+  std::vector<Status> out(keys.size());
+  for (const Call& c : calls) {
+    for (size_t j = 0; j < c.keys.size(); ++j) {
+      const size_t i = c.keys[j];
+      if (!c.status.ok()) {
+        out[i] = impl_->RpcError(c.status, "BatchRemove", c.part);
+      } else if (c.reply.results_size() != static_cast<int>(c.keys.size())) {
+        out[i] = Internal("master answered BatchRemove with a wrong number of results");
+      } else {
+        const proto::KeyResult& r = c.reply.results(static_cast<int>(j));
+        out[i] = FromProtoCode(r.code(), r.message(), keys[i]);
+      }
+    }
+  }
   return out;
 }
 
+size_t PoolStats::unreachable_parts() const {
+  return static_cast<size_t>(std::count_if(parts.begin(), parts.end(), [](const PartStats& p) { return !p.status.ok(); }));
+}
+
 Result<PoolStats> Client::Stat() {
-  proto::StatRequest request;
-  proto::StatReply reply;
-  grpc::ClientContext ctx;
-  impl_->ConfigureContext(ctx);
-  grpc::Status rpc = impl_->stub->Stat(&ctx, request, &reply);
-  if (!rpc.ok()) return impl_->RpcError(rpc, "Stat");
+  using Call = PartCall<proto::StatRequest, proto::StatReply>;
+  std::vector<Call> calls(impl_->stubs.size());
+  for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+  impl_->Run(
+      calls, [](auto& stub, auto* ctx, Call& c) { return stub.Stat(ctx, c.request, &c.reply); },
+      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->Stat(ctx, &c.request, &c.reply, std::move(done)); });
   PoolStats s;
-  s.objects = reply.objects();
-  s.used_bytes = reply.used_bytes();
-  s.capacity_bytes = reply.capacity_bytes();
-  s.evicted_objects = reply.evicted_objects();
-  s.evicted_bytes = reply.evicted_bytes();
-  s.hits = reply.hits();
-  s.misses = reply.misses();
-  for (const auto& seg : reply.segments()) {
-    s.segments.push_back({seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),
-                          seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects()});
+  for (const Call& c : calls) {
+    PartStats part;
+    part.part = c.part;
+    part.master_address = impl_->Address(c.part);
+    part.master_id = impl_->master_ids[c.part];
+    if (!c.status.ok()) {
+      part.status = impl_->RpcError(c.status, "Stat", c.part);
+      s.parts.push_back(std::move(part));
+      continue;
+    }
+    const proto::StatReply& r = c.reply;
+    part.objects = r.objects();
+    part.used_bytes = r.used_bytes();
+    part.capacity_bytes = r.capacity_bytes();
+    part.evicted_objects = r.evicted_objects();
+    part.evicted_bytes = r.evicted_bytes();
+    part.hits = r.hits();
+    part.misses = r.misses();
+    s.objects += part.objects;
+    s.used_bytes += part.used_bytes;
+    s.capacity_bytes += part.capacity_bytes;
+    s.evicted_objects += part.evicted_objects;
+    s.evicted_bytes += part.evicted_bytes;
+    s.hits += part.hits;
+    s.misses += part.misses;
+    for (const auto& seg : r.segments()) {
+      s.segments.push_back({c.part, seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),
+                            seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects()});
+    }
+    s.parts.push_back(std::move(part));
   }
+  if (s.unreachable_parts() == s.parts.size()) return s.parts.front().status;
   return s;
 }
+
+const PoolParts& Client::pool() const { return impl_->options.pool; }
 
 Status Client::RegisterBuffer(void* addr, size_t length) { return impl_->engine.RegisterMemory(addr, length); }
 Status Client::UnregisterBuffer(void* addr) { return impl_->engine.UnregisterMemory(addr); }

@@ -1,9 +1,12 @@
 // kvpool client library: put, get, exists and remove objects in the pool.
 //
-// A Client talks to the master for *where* (one batched gRPC round trip per call) and to
-// storage services through the transfer engine for the bytes (shm on the same host, tcp
-// otherwise). Every call has a deadline; a store that dies mid-read becomes an error for the
-// keys it held, never a hang. Thread-safe: one Client may be shared by many threads.
+// A Client talks to the masters for *where* and to storage services through the transfer
+// engine for the bytes (shm on the same host, tcp otherwise). The pool may be split into parts
+// (pool_parts.h), each with its own master: a call sends one batched gRPC round trip to every
+// part that holds one of its keys, all in flight at once, so asking four parts costs about
+// what asking one does. Every call has a deadline; a store that dies mid-read or a part whose
+// master cannot be reached becomes an error for the keys they hold, never a hang. Thread-safe:
+// one Client may be shared by many threads.
 //
 // Zero copy: Put/BatchPut write straight from the caller's memory and GetInto/BatchGetInto
 // read straight into it. Buffers used repeatedly should be registered (RegisterBuffer) so
@@ -19,16 +22,20 @@
 #include <string_view>
 #include <vector>
 
+#include "client/pool_parts.h"
 #include "common/status.h"
 #include "transfer/transfer_engine.h"
 
 namespace kvpool::client {
 
 struct ClientOptions {
-  std::string master_address = "127.0.0.1:50051";
-  std::chrono::milliseconds rpc_timeout{5000};        // each master call
+  PoolParts pool = PoolParts::Single("127.0.0.1:50051");
+  std::chrono::milliseconds rpc_timeout{5000};        // each master call (the parts of one call run concurrently)
   std::chrono::milliseconds transfer_timeout{30000};  // moving one batch's bytes (also bounded by lease / put timeout)
   uint32_t replicas = 1;                              // default copies per object
+  // false: Connect fails unless every part's master answers. true: it needs one, and a part
+  // that did not answer is asked again on every call (for tools that show a degraded pool).
+  bool allow_unreachable_parts = false;
   std::chrono::milliseconds lease{0};                 // read lease to ask for; 0 => the master's default
   transfer::TransferOptions transfer;
 };
@@ -63,7 +70,7 @@ class LookupResult {
   std::chrono::steady_clock::time_point lease_deadline_;
 };
 
-struct PoolStats {
+struct PoolCounters {
   uint64_t objects = 0;
   uint64_t used_bytes = 0;
   uint64_t capacity_bytes = 0;
@@ -71,17 +78,32 @@ struct PoolStats {
   uint64_t evicted_bytes = 0;
   uint64_t hits = 0;
   uint64_t misses = 0;
+};
+
+// One part as its master reports it; `status` is why it could not be asked.
+struct PartStats : PoolCounters {
+  uint32_t part = 0;
+  std::string master_address, master_id;
+  Status status;
+};
+
+// Counters summed over the parts that answered.
+struct PoolStats : PoolCounters {
   struct Segment {
-    uint64_t id = 0;
+    uint32_t part = 0;
+    uint64_t id = 0;  // the part's own segment id
     std::string store_id, host_id, tcp_address;
     uint64_t size = 0, used_bytes = 0, objects = 0;
   };
   std::vector<Segment> segments;
+  std::vector<PartStats> parts;  // one per part, in part order
+  size_t unreachable_parts() const;
 };
 
 class Client {
  public:
-  // Connects to the master (checks it answers within rpc_timeout).
+  // Connects to every part's master and checks, within rpc_timeout, that each answers, that
+  // it serves the part it is listed as, and that no two parts are one master.
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
   ~Client();
   Client(const Client&) = delete;
@@ -127,7 +149,10 @@ class Client {
   Status Remove(std::string_view key);
   std::vector<Status> BatchRemove(std::span<const std::string> keys);
 
+  // Every part's counters and segments. Fails only when no part answers; a part that does
+  // not is listed with its error (PartStats::status) and left out of the totals.
   Result<PoolStats> Stat();
+  const PoolParts& pool() const;
 
   Status RegisterBuffer(void* addr, size_t length);
   Status UnregisterBuffer(void* addr);

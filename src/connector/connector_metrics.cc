@@ -10,6 +10,8 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
   add("lookups", lookups);
   add("lookup_hit_chunks", lookup_hit_chunks);
   add("lookup_hit_tokens", lookup_hit_tokens);
+  add("lookup_partial_chunks", lookup_partial_chunks);
+  add("lookup_unreachable_stages", lookup_unreachable_stages);
   add("restores_started", restores_started);
   add("restores_finished", restores_finished);
   add("restore_tokens", restore_tokens);

@@ -14,6 +14,12 @@ struct ConnectorMetrics {
   std::atomic<uint64_t> lookups{0};
   std::atomic<uint64_t> lookup_hit_chunks{0};
   std::atomic<uint64_t> lookup_hit_tokens{0};
+  // Lookups that stopped at a chunk some stages hold and others do not (one part evicted its
+  // stage's object): that chunk and everything after it are computed, never half-restored.
+  std::atomic<uint64_t> lookup_partial_chunks{0};
+  // Stages whose part could not be asked (master unreachable or past the deadline): a lookup
+  // counts as no hit from the first such stage on.
+  std::atomic<uint64_t> lookup_unreachable_stages{0};
   // Restore.
   std::atomic<uint64_t> restores_started{0};
   std::atomic<uint64_t> restores_finished{0};

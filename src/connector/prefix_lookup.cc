@@ -33,19 +33,30 @@ Result<PrefixHit> FindCachedPrefix(ChunkStore& store, const KvNamespace& ns, std
     return Internal(fmt::format("prefix lookup: {} answers for {} keys", hit.lookup->size(), keys.size()));
   }
   // A chunk counts only if every stage holds it with the size this namespace implies (a
-  // wrong size means a different layout under the same name: never unpack it).
-  for (uint64_t i = 0; i < candidates; ++i) {
-    bool all = true;
-    for (uint32_t s = 0; s < hit.num_stages && all; ++s) {
-      const Result<uint64_t>& len = hit.lookup->length(hit.lookup_index(i, s));
-      all = len.ok() && len.value() == spec.stage_object_bytes(s);
-    }
-    if (!all) break;
-    ++hit.hit_chunks;
+  // wrong size means a different layout under the same name: never unpack it). Stages may
+  // live in different pool parts, evicted by different masters: the hit ends at the first
+  // chunk any stage lacks, for every stage.
+  const auto held = [&](uint64_t i, uint32_t s) {
+    const Result<uint64_t>& len = hit.lookup->length(hit.lookup_index(i, s));
+    return len.ok() && len.value() == spec.stage_object_bytes(s);
+  };
+  uint32_t held_at_stop = 0;  // stages that hold the chunk the hit stops at
+  for (; hit.hit_chunks < candidates; ++hit.hit_chunks) {
+    held_at_stop = 0;
+    for (uint32_t s = 0; s < hit.num_stages; ++s) held_at_stop += held(hit.hit_chunks, s) ? 1 : 0;
+    if (held_at_stop < hit.num_stages) break;
   }
   if (metrics) {
     metrics->lookup_hit_chunks.fetch_add(hit.hit_chunks, std::memory_order_relaxed);
     metrics->lookup_hit_tokens.fetch_add(hit.restorable_tokens(), std::memory_order_relaxed);
+    if (hit.hit_chunks < candidates && held_at_stop > 0)
+      metrics->lookup_partial_chunks.fetch_add(1, std::memory_order_relaxed);
+    // A part that was not reached fails every key it holds, so the first chunk tells.
+    for (uint32_t s = 0; s < hit.num_stages; ++s) {
+      const StatusCode code = hit.lookup->length(hit.lookup_index(0, s)).status().code();
+      if (code == StatusCode::kUnavailable || code == StatusCode::kTimeout)
+        metrics->lookup_unreachable_stages.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   return hit;
 }

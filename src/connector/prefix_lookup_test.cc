@@ -12,8 +12,9 @@ namespace {
 
 class PrefixLookupTest : public ::testing::Test {
  protected:
-  PrefixLookupTest()
-      : ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kLatent, {1, 2, 1})).value()),
+  explicit PrefixLookupTest(uint32_t parts = 1)
+      : pool_(5000, 64 << 20, parts),
+        ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kLatent, {1, 2, 1})).value()),
         store_(&pool_.client()) {}
 
   std::vector<TokenId> Tokens(size_t n) {
@@ -102,6 +103,49 @@ TEST_F(PrefixLookupTest, ObjectOfTheWrongSizeIsAMiss) {
 
 TEST_F(PrefixLookupTest, RejectsMoreCachedTokensThanTheRequestHas) {
   EXPECT_EQ(FindCachedPrefix(store_, ns_, Tokens(10), 11, nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The published pool: every stage in its own part, with its own master and eviction.
+class PrefixLookupOverPartsTest : public PrefixLookupTest {
+ protected:
+  PrefixLookupOverPartsTest() : PrefixLookupTest(3) {}
+};
+
+TEST_F(PrefixLookupOverPartsTest, EachStageLivesInItsOwnPart) {
+  const auto tokens = Tokens(64 * 5);
+  PutChunks(tokens, 5);
+  auto stats = pool_.client().Stat();
+  ASSERT_TRUE(stats.ok());
+  for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(stats->parts[k].objects, 5u) << "part " << k;
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 5u);
+  EXPECT_EQ(metrics_.lookup_partial_chunks.load(), 0u);
+}
+
+TEST_F(PrefixLookupOverPartsTest, EvictionInOnePartStopsTheHitForEveryStage) {
+  const auto tokens = Tokens(64 * 6);
+  PutChunks(tokens, 6);
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  // Part 1 alone loses stage 1 of chunk 2; parts 0 and 2 still hold their stages of it.
+  ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[2], 1)).ok());
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->hit_chunks, 2u);
+  EXPECT_EQ(metrics_.lookup_partial_chunks.load(), 1u);
+  EXPECT_EQ(metrics_.lookup_unreachable_stages.load(), 0u);
+}
+
+TEST_F(PrefixLookupOverPartsTest, AnUnreachablePartIsNoHitForEveryStage) {
+  const auto tokens = Tokens(64 * 4);
+  PutChunks(tokens, 4);
+  pool_.StopPart(2);  // stage 2's master and store are gone
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_EQ(hit->hit_chunks, 0u);
+  EXPECT_EQ(hit->restorable_tokens(), 0u);
+  EXPECT_EQ(metrics_.lookup_unreachable_stages.load(), 1u);
+  EXPECT_EQ(metrics_.lookup_partial_chunks.load(), 1u);  // stages 0 and 1 still hold chunk 0
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -18,27 +19,34 @@
 
 namespace kvpool::connector::testing {
 
+// `parts` parts, each a master with one storage service of `memory` bytes.
 class InProcessPool {
  public:
-  explicit InProcessPool(uint64_t lease_ms = 5000, uint64_t memory = 64 << 20) {
-    auto pool = embedded::EmbeddedPool::Start({.memory_bytes = memory, .lease_ms = lease_ms,
-                                               .heartbeat_interval = std::chrono::milliseconds(100)});
-    if (!pool.ok()) {
-      ADD_FAILURE() << pool.status().ToString();
-      std::abort();
-    }
-    pool_ = std::move(pool).value();
+  explicit InProcessPool(uint64_t lease_ms = 5000, uint64_t memory = 64 << 20, uint32_t parts = 1) {
     client::ClientOptions co;
-    co.master_address = pool_->address();
+    co.pool.masters.clear();
+    for (uint32_t k = 0; k < parts; ++k) {
+      auto pool = embedded::EmbeddedPool::Start({.memory_bytes = memory, .lease_ms = lease_ms,
+                                                 .heartbeat_interval = std::chrono::milliseconds(100), .part = k});
+      if (!pool.ok()) {
+        ADD_FAILURE() << pool.status().ToString();
+        std::abort();
+      }
+      co.pool.masters.push_back(pool.value()->address());
+      parts_.push_back(std::move(pool).value());
+    }
     auto c = client::Client::Connect(co);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
   }
   ~InProcessPool() { client_.reset(); }
   client::Client& client() { return *client_; }
+  embedded::EmbeddedPool& part(uint32_t k) { return *parts_[k]; }
+  // Stops part k's master and store: its keys become unreachable.
+  void StopPart(uint32_t k) { parts_[k].reset(); }
 
  private:
-  std::unique_ptr<embedded::EmbeddedPool> pool_;
+  std::vector<std::unique_ptr<embedded::EmbeddedPool>> parts_;
   std::unique_ptr<client::Client> client_;
 };
 

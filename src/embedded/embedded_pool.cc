@@ -16,11 +16,13 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   mo.listen = "127.0.0.1:0";
   mo.metrics_listen = "";
   mo.default_lease_ms = options.lease_ms;
+  mo.part = options.part;
   auto master = master::MasterServer::Start(mo);
   if (!master.ok()) return master.status();  // the destructor removes the folder
   pool->master_ = std::move(master).value();
   store::StorageOptions so;
   so.master_address = pool->master_->address();
+  so.part = options.part;
   so.memory_bytes = options.memory_bytes;
   so.tcp_listen = "127.0.0.1:0";
   so.shm_socket_dir = pool->dir_.string();

@@ -29,6 +29,7 @@ struct EmbeddedPoolOptions {
   uint64_t lease_ms = 5000;                     // the master's default read lease
   bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
   std::chrono::milliseconds heartbeat_interval{200};
+  uint32_t part = 0;                            // the pool part the master (and its store) serve
 };
 
 class EmbeddedPool {

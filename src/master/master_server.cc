@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <random>
 
 #include "master/http_server.h"
 #include "master/master_service.h"
@@ -52,13 +53,20 @@ PoolOptions PoolOptionsFrom(const MasterOptions& o) {
   return p;
 }
 
+// 64 random bits in hex: tells two masters apart even behind different addresses.
+std::string NewMasterId() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
+}
+
 }  // namespace
 
 MasterServer::MasterServer(const MasterOptions& options, Clock* clock)
     : options_(options),
       pool_(std::make_unique<PoolMetadata>(PoolOptionsFrom(options), clock)),
       metrics_(std::make_unique<RpcMetrics>()),
-      service_(std::make_unique<MasterService>(pool_.get(), metrics_.get())) {}
+      service_(std::make_unique<MasterService>(pool_.get(), metrics_.get(),
+                                               MasterIdentity{options.part, NewMasterId()})) {}
 
 Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& options,
                                                           Clock* clock) {
@@ -78,6 +86,11 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   // gRPC turns SO_REUSEPORT on by default, which would let a second master silently share
   // the port with the first. One master per address.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients ping every few seconds to notice a dead link (client/client.cc); gRPC's default
+  // would answer such pings with GOAWAY "too many pings".
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   if (options.rpc_threads > 0) {
     grpc::ResourceQuota quota("kvpool-master");
     quota.SetMaxThreads(options.rpc_threads);

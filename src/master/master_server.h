@@ -31,6 +31,7 @@ class RpcMetrics;
 struct MasterOptions {
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9464";  // "" disables /metrics and /health
+  uint32_t part = 0;  // the pool part this master serves; stores of another part are refused
   double high_watermark = 0.90;
   double evict_fraction = 0.05;
   uint64_t default_lease_ms = 5000, max_lease_ms = 60000, put_timeout_ms = 30000,

@@ -1,5 +1,7 @@
 #include "master/master_service.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <vector>
 
@@ -69,6 +71,15 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
                                          const proto::MountSegmentRequest* request,
                                          proto::MountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kMountSegment, 1);
+  reply->set_heartbeat_ttl_ms(pool_->options().heartbeat_ttl_ms);
+  reply->set_max_lease_ms(pool_->options().max_lease_ms);
+  if (request->part() != identity_.part) {
+    SetStatus(InvalidArgument(fmt::format("this store joins part {}, but this master serves part {} (check the "
+                                          "store's --part and the pool list)",
+                                          request->part(), identity_.part)),
+              reply);
+    return grpc::Status::OK;
+  }
   const proto::SegmentEndpoint& endpoint = request->segment();
   SegmentInfo info;
   info.store_id = endpoint.store_id();
@@ -79,8 +90,6 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
   auto mounted = pool_->MountSegment(std::move(info));
   SetStatus(mounted.status(), reply);
   if (mounted.ok()) reply->set_segment_id(mounted->id);
-  reply->set_heartbeat_ttl_ms(pool_->options().heartbeat_ttl_ms);
-  reply->set_max_lease_ms(pool_->options().max_lease_ms);
   return grpc::Status::OK;
 }
 
@@ -196,6 +205,14 @@ grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*
     out->set_used_bytes(s.used_bytes);
     out->set_objects(s.objects);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::Describe(grpc::ServerContext*, const proto::DescribeRequest*,
+                                     proto::DescribeReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kDescribe, 0);
+  reply->set_master_id(identity_.master_id);
+  reply->set_part(identity_.part);
   return grpc::Status::OK;
 }
 

@@ -5,16 +5,27 @@
 // bad key never fails a batch of thousands.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "master/pool_metadata.h"
 #include "master/rpc_metrics.h"
 #include "proto/master.grpc.pb.h"
 
 namespace kvpool::master {
 
+// What a master answers Describe with: which pool part it serves (stores of another part
+// are refused) and an id unique to this process.
+struct MasterIdentity {
+  uint32_t part = 0;
+  std::string master_id;
+};
+
 class MasterService final : public proto::Master::Service {
  public:
   // REQUIRES: `pool` and `metrics` outlive the service.
-  MasterService(PoolMetadata* pool, RpcMetrics* metrics) : pool_(pool), metrics_(metrics) {}
+  MasterService(PoolMetadata* pool, RpcMetrics* metrics, MasterIdentity identity)
+      : pool_(pool), metrics_(metrics), identity_(std::move(identity)) {}
 
   grpc::Status MountSegment(grpc::ServerContext*, const proto::MountSegmentRequest*,
                             proto::MountSegmentReply*) override;
@@ -35,10 +46,12 @@ class MasterService final : public proto::Master::Service {
   grpc::Status BatchRemove(grpc::ServerContext*, const proto::BatchKeysRequest*,
                            proto::BatchKeysReply*) override;
   grpc::Status Stat(grpc::ServerContext*, const proto::StatRequest*, proto::StatReply*) override;
+  grpc::Status Describe(grpc::ServerContext*, const proto::DescribeRequest*, proto::DescribeReply*) override;
 
  private:
   PoolMetadata* const pool_;
   RpcMetrics* const metrics_;
+  const MasterIdentity identity_;
 };
 
 }  // namespace kvpool::master

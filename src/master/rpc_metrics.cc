@@ -16,6 +16,7 @@ std::string_view RpcMethodName(RpcMethod method) {
     case RpcMethod::kBatchExists: return "BatchExists";
     case RpcMethod::kBatchRemove: return "BatchRemove";
     case RpcMethod::kStat: return "Stat";
+    case RpcMethod::kDescribe: return "Describe";
     case RpcMethod::kCount: break;
   }
   return "Unknown";

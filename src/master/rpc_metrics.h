@@ -21,6 +21,7 @@ enum class RpcMethod : int {
   kBatchExists,
   kBatchRemove,
   kStat,
+  kDescribe,
   kCount,  // not a method
 };
 

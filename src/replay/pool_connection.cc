@@ -20,22 +20,23 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
   auto pool = embedded::EmbeddedPool::Start(eo);
   if (!pool.ok()) return pool.status();
   const std::string address = (*pool)->address();
-  auto p = Connect(address);
+  auto p = Connect(client::PoolParts::Single(address));
   if (!p.ok()) return p.status();
   (*p)->embedded_ = std::move(pool).value();
   (*p)->description_ = fmt::format("embedded pool ({}) on {}", FormatByteSize(eo.memory_bytes), address);
   return p;
 }
 
-Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const std::string& master_address) {
+Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool) {
   std::unique_ptr<PoolConnection> p(new PoolConnection());
   client::ClientOptions co;
-  co.master_address = master_address;
+  co.pool = pool;
   auto client = client::Client::Connect(co);
   if (!client.ok()) return client.status();
   p->client_ = std::move(client).value();
   p->chunk_store_ = std::make_unique<connector::PoolChunkStore>(p->client_.get());
-  p->description_ = "pool at " + master_address;
+  p->description_ = pool.size() == 1 ? "pool at " + pool.masters[0]
+                                     : fmt::format("pool of {} parts ({})", pool.size(), pool.ToString());
   return p;
 }
 

@@ -1,6 +1,6 @@
 // PoolConnection: the pool a replay saves to and restores from — either embedded (an
 // embedded::EmbeddedPool: a master and one storage service in this process on loopback,
-// sized for the run) or an existing pool reached through its master.
+// sized for the run) or an existing pool reached through its masters (one per part).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@ class PoolConnection {
  public:
   // A fresh master + storage service of `memory_bytes` (4K pages, no huge pages needed).
   static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes);
-  static Result<std::unique_ptr<PoolConnection>> Connect(const std::string& master_address);
+  static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool);
   ~PoolConnection();
   PoolConnection(const PoolConnection&) = delete;
   PoolConnection& operator=(const PoolConnection&) = delete;

@@ -43,8 +43,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   }
   std::unique_ptr<PoolConnection> pool;
   if (options.use_pool) {
-    auto p = options.master_address.empty() ? PoolConnection::StartEmbedded(options.geometry.pool_bytes())
-                                            : PoolConnection::Connect(options.master_address);
+    auto p = options.pool ? PoolConnection::Connect(*options.pool)
+                          : PoolConnection::StartEmbedded(options.geometry.pool_bytes());
     if (!p.ok()) return p.status();
     pool = std::move(p).value();
     spdlog::debug("replay: {}", pool->description());

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "client/pool_parts.h"
 #include "common/status.h"
 #include "replay/cost_model.h"
 #include "replay/model_geometry.h"
@@ -32,7 +34,7 @@ struct ReplayRunOptions {
   bool open_loop = false;
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
-  std::string master_address;  // "" = embedded pool sized by the geometry
+  std::optional<client::PoolParts> pool;  // nullopt = embedded pool sized by the geometry
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;

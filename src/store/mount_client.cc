@@ -34,8 +34,9 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address,
 
 }  // namespace
 
-MountClient::MountClient(std::string master_address, std::chrono::milliseconds rpc_timeout)
+MountClient::MountClient(std::string master_address, uint32_t part, std::chrono::milliseconds rpc_timeout)
     : address_(std::move(master_address)),
+      part_(part),
       rpc_timeout_(rpc_timeout),
       stub_(proto::Master::NewStub(MasterChannel(address_, rpc_timeout))) {}
 
@@ -64,6 +65,7 @@ Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
   if (!Enter(&context)) return Unavailable("storage service is stopping");
   proto::MountSegmentRequest request;
   *request.mutable_segment() = endpoint;
+  request.set_part(part_);
   proto::MountSegmentReply reply;
   grpc::Status rpc = stub_->MountSegment(&context, request, &reply);
   Leave(&context);

@@ -27,8 +27,9 @@ struct MountGrant {
 
 class MountClient {
  public:
-  // Connects lazily; nothing is sent until the first call.
-  MountClient(std::string master_address, std::chrono::milliseconds rpc_timeout);
+  // Connects lazily; nothing is sent until the first call. `part`: the pool part this store
+  // joins (a master of another part refuses the mount).
+  MountClient(std::string master_address, uint32_t part, std::chrono::milliseconds rpc_timeout);
   MountClient(const MountClient&) = delete;
   MountClient& operator=(const MountClient&) = delete;
 
@@ -58,6 +59,7 @@ class MountClient {
   void Leave(grpc::ClientContext* context);
 
   const std::string address_;
+  const uint32_t part_;
   const std::chrono::milliseconds rpc_timeout_;
   std::unique_ptr<proto::Master::Stub> stub_;
 

@@ -134,7 +134,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   endpoint.set_shm_socket(service->shm_socket_path_);
   endpoint.set_size(service->memory_->size());
 
-  service->master_ = std::make_unique<MountClient>(options.master_address, options.rpc_timeout);
+  service->master_ = std::make_unique<MountClient>(options.master_address, options.part, options.rpc_timeout);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   return service;

@@ -33,6 +33,7 @@ namespace kvpool::store {
 
 struct StorageOptions {
   std::string master_address;  // "host:port" of the master's gRPC service
+  uint32_t part = 0;           // the pool part it joins: master_address must be that part's master
   uint64_t memory_bytes = 0;   // segment size. REQUIRES: > 0
   std::string tcp_listen = "0.0.0.0:0";
   // Host that clients use to reach tcp_listen. "" => the listen host, or 127.0.0.1 if that

@@ -183,9 +183,9 @@ class ShmChannel final : public SegmentChannel {
     if (mapping_ && mapping_->served()) return mapping_;
     if (mapping_) {
       mapping_.reset();
-      auto grant = RequestShmGrant(endpoint_.shm_socket, endpoint_.segment_id, options_.connect_timeout);
+      auto grant = RequestShmGrant(endpoint_.shm_socket, endpoint_.served_id(), options_.connect_timeout);
       if (grant.ok()) {
-        auto remapped = ShmMapping::Map(endpoint_.segment_id, *grant, options_.shm_prefault_mapping);
+        auto remapped = ShmMapping::Map(endpoint_.served_id(), *grant, options_.shm_prefault_mapping);
         if (remapped.ok()) {
           spdlog::info("shm: segment {} re-served by {}; remapped", endpoint_.segment_id, endpoint_.shm_socket);
           mapping_ = std::move(remapped.value());
@@ -209,9 +209,9 @@ ShmTransport::ShmTransport(const TransferOptions& options)
     : options_(options), pool_(std::make_shared<CopyPool>(std::max(0, options.shm_copy_threads - 1))) {}
 
 Result<std::shared_ptr<SegmentChannel>> ShmTransport::Open(const SegmentEndpoint& endpoint) {
-  auto grant = RequestShmGrant(endpoint.shm_socket, endpoint.segment_id, options_.connect_timeout);
+  auto grant = RequestShmGrant(endpoint.shm_socket, endpoint.served_id(), options_.connect_timeout);
   if (!grant.ok()) return grant.status();
-  auto mapping = ShmMapping::Map(endpoint.segment_id, *grant, options_.shm_prefault_mapping);
+  auto mapping = ShmMapping::Map(endpoint.served_id(), *grant, options_.shm_prefault_mapping);
   if (!mapping.ok()) return mapping.status();
   return std::shared_ptr<SegmentChannel>(
       std::make_shared<ShmChannel>(endpoint, options_, pool_, std::move(mapping.value())));

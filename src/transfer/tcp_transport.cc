@@ -166,7 +166,7 @@ Result<std::shared_ptr<SegmentChannel>> TcpTransport::Open(const SegmentEndpoint
   }
   uint64_t chunk = std::clamp<uint64_t>(options_.tcp_chunk_bytes, 4096, kMaxFramePayload);
   return std::shared_ptr<SegmentChannel>(
-      std::make_shared<TcpChannel>(std::move(peer), endpoint.segment_id, endpoint.size, chunk));
+      std::make_shared<TcpChannel>(std::move(peer), endpoint.served_id(), endpoint.size, chunk));
 }
 
 }  // namespace kvpool::transfer

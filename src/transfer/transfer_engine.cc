@@ -17,7 +17,8 @@ namespace kvpool::transfer {
 namespace {
 
 bool SameEndpoint(const SegmentEndpoint& a, const SegmentEndpoint& b) {
-  return a.segment_id == b.segment_id && a.store_id == b.store_id && a.host_id == b.host_id &&
+  return a.segment_id == b.segment_id && a.served_id() == b.served_id() && a.store_id == b.store_id &&
+         a.host_id == b.host_id &&
          a.tcp_address == b.tcp_address && a.shm_socket == b.shm_socket && a.size == b.size;
 }
 

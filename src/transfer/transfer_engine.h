@@ -21,12 +21,17 @@ namespace kvpool::transfer {
 
 // Where a segment's bytes can be reached (mirrors proto::SegmentEndpoint).
 struct SegmentEndpoint {
-  uint64_t segment_id = 0;
+  uint64_t segment_id = 0;  // what TransferRequests of this process name the segment by
   std::string store_id;
   std::string host_id;      // equal to LocalHostId() => same host
   std::string tcp_address;  // "host:port"
   std::string shm_socket;   // unix socket path; empty => no shm
   uint64_t size = 0;
+  // The id its store serves it under, when that differs from segment_id (a client of several
+  // pool parts, whose masters number segments independently); 0 => segment_id.
+  uint64_t store_segment_id = 0;
+
+  uint64_t served_id() const { return store_segment_id ? store_segment_id : segment_id; }
 };
 
 enum class OpKind { kRead, kWrite };  // read: segment -> local; write: local -> segment
@@ -62,7 +67,8 @@ struct TransferOptions {
   std::chrono::milliseconds connect_timeout{2000};
 };
 
-// Identifies this host: same string on every process of one machine ("<boot id>/<hostname>").
+// Identifies this host: same string on every process of one machine and network namespace
+// ("<boot id>/<hostname>/net:[inode]").
 // The environment variable KVPOOL_HOST_ID, when set, replaces it (tests simulate other hosts).
 std::string LocalHostId();
 

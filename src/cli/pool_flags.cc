@@ -1,0 +1,58 @@
+#include "cli/pool_flags.h"
+
+#include <cstdlib>
+
+#include "cli/flags.h"
+
+namespace kvpool::cli {
+namespace {
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+}  // namespace
+
+void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_help) {
+  auto* master = cmd->add_option("--master", flags.master, master_help + " (env KVPOOL_MASTER)")->check(HostPort());
+  auto* pool = cmd->add_option("--pool", flags.pool, "pool parts: part0=HOST:PORT,part1=HOST:PORT,... (env KVPOOL_POOL)");
+  auto* file = cmd->add_option("--pool-file", flags.pool_file, "pool parts from a file: one `partK = HOST:PORT` per line");
+  master->excludes(pool)->excludes(file);
+  pool->excludes(file);
+  cmd->add_option("--stage-parts", flags.stage_parts,
+                  "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
+}
+
+Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags) {
+  Result<client::PoolParts> parts = InvalidArgument("no pool");
+  if (!flags.master.empty()) {
+    parts = client::ParsePoolSpec(flags.master);
+  } else if (!flags.pool.empty()) {
+    parts = client::ParsePoolSpec(flags.pool);
+  } else if (!flags.pool_file.empty()) {
+    parts = client::ReadPoolFile(flags.pool_file);
+  } else if (const std::string env = Env("KVPOOL_POOL"); !env.empty()) {
+    parts = client::ParsePoolSpec(env);
+  } else if (const std::string env = Env("KVPOOL_MASTER"); !env.empty()) {
+    parts = client::ParsePoolSpec(env);
+  } else {
+    return std::optional<client::PoolParts>();
+  }
+  if (!parts.ok()) return parts.status();
+  if (!flags.stage_parts.empty()) {
+    auto stages = client::ParseStageParts(flags.stage_parts);
+    if (!stages.ok()) return InvalidArgument("--stage-parts: " + stages.status().message());
+    parts->stage_parts = *std::move(stages);
+    KVPOOL_RETURN_IF_ERROR(parts->Validate());
+  }
+  return std::optional<client::PoolParts>(*std::move(parts));
+}
+
+Result<client::PoolParts> ResolvePoolOrLocal(const PoolFlags& flags) {
+  auto pool = ResolvePool(flags);
+  if (!pool.ok()) return pool.status();
+  return pool->has_value() ? **pool : client::PoolParts::Single("127.0.0.1:50051");
+}
+
+}  // namespace kvpool::cli

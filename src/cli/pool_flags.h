@@ -1,0 +1,32 @@
+// The pool flags every client-side subcommand shares (put/get/stat, bench, replay, store):
+//   --master HOST:PORT       a one-part pool (env KVPOOL_MASTER)
+//   --pool part0=H:P,...     the parts, inline (env KVPOOL_POOL)
+//   --pool-file FILE         the parts, from a file (client/pool_parts.h has the format)
+//   --stage-parts 0,1,...    which part holds each pipeline stage (default: stage mod N)
+// At most one of --master / --pool / --pool-file; flags win over the environment.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "client/pool_parts.h"
+#include "common/status.h"
+
+namespace kvpool::cli {
+
+struct PoolFlags {
+  std::string master, pool, pool_file, stage_parts;
+};
+
+// `master_help` describes --master for this subcommand.
+void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_help);
+
+// The pool the flags (or else the environment) name; nullopt when they name none.
+// INVALID_ARGUMENT/NOT_FOUND for a malformed list, an unreadable file, or two of the flags.
+Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags);
+// The same, with 127.0.0.1:50051 (`kvpool serve`'s default) when nothing names a pool.
+Result<client::PoolParts> ResolvePoolOrLocal(const PoolFlags& flags);
+
+}  // namespace kvpool::cli
