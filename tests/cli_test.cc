@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <thread>
 
 #include "pool_cluster.h"
 
@@ -100,6 +101,80 @@ TEST(Cli, PutGetStatThroughFiles) {
   EXPECT_EQ(r.exit_code, 1);
   std::filesystem::remove(in);
   std::filesystem::remove(out);
+}
+
+// A pool of two parts, as an operator builds it from the shell: a master per part, stores
+// joining by --pool-file and --part, clients naming the pool once.
+TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-parts-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string a = "127.0.0.1:" + std::to_string(PickFreePort()), b = "127.0.0.1:" + std::to_string(PickFreePort());
+  ChildProcess m0({KVPOOL_BINARY, "master", "--part", "0", "--listen", a, "--metrics-listen", ""}, dir / "m0.log");
+  ChildProcess m1({KVPOOL_BINARY, "master", "--part", "1", "--listen", b, "--metrics-listen", ""}, dir / "m1.log");
+  const std::string pool_file = dir / "pool.conf";
+  std::ofstream(pool_file) << "# two parts\npart0 = " << a << "\npart1 = " << b << "\n";
+  const auto store = [&](const char* part, const std::string& log) {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{KVPOOL_BINARY, "store", "--pool-file", pool_file, "--part", part, "--memory", "8MiB",
+                                 "--no-huge-pages", "--listen", "127.0.0.1:0", "--shm-dir", dir.string()},
+        dir / log);
+  };
+  auto s0 = store("0", "s0.log"), s1 = store("1", "s1.log");
+  CliRun r;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // until both stores are mounted
+    r = Kvpool({"stat", "--json", "--pool-file", pool_file, "--timeout-ms", "1000"});
+    if (r.exit_code == 0 && nlohmann::json::parse(r.output, nullptr, false).value("segments", nlohmann::json()).size() == 2)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["parts"].size(), 2u);
+  EXPECT_EQ(j["segments"][0]["part"], 0);
+  EXPECT_EQ(j["segments"][1]["part"], 1);
+
+  // A stage object goes to its stage's part, whichever way the pool is named.
+  const std::string value = dir / "value";
+  std::ofstream(value) << "stage one's bytes";
+  r = Kvpool({"put", "ns/chunk/s1", value, "--pool", "part0=" + a + ",part1=" + b});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"get", "ns/chunk/s1", "-", "--pool-file", pool_file});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("stage one's bytes"), std::string::npos);
+  r = Kvpool({"stat", "--json", "--pool-file", pool_file});
+  j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["parts"][0]["objects"], 0);
+  EXPECT_EQ(j["parts"][1]["objects"], 1);
+
+  // Bad pools: clear errors, nothing joins or changes.
+  r = Kvpool({"store", "--pool-file", pool_file, "--part", "5", "--memory", "8MiB", "--no-huge-pages"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("part 5 is not in the pool (it has parts 0 to 1)"), std::string::npos) << r.output;
+  r = Kvpool({"store", "--master", a, "--part", "1", "--memory", "8MiB", "--no-huge-pages", "--shm-dir", dir.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("joins part 1, but this master serves part 0"), std::string::npos) << r.output;
+  r = Kvpool({"stat", "--pool", "part0=" + b + ",part1=" + a});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("listed as part 0 but its master serves part 1"), std::string::npos) << r.output;
+  r = Kvpool({"stat", "--pool", "part0=" + a + ",part0=" + b});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("part0 is listed twice"), std::string::npos) << r.output;
+  r = Kvpool({"stat", "--pool", "part0=" + a, "--master", a});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+
+  // One part down: stat shows the other and says which is unreachable (exit 2).
+  m1.Kill(SIGKILL);
+  r = Kvpool({"stat", "--pool-file", pool_file, "--timeout-ms", "500"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("part 1  master " + b + "  UNREACHABLE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("part 0  master " + a + "  0 objects"), std::string::npos) << r.output;
+  r = Kvpool({"get", "ns/chunk/s1", "-", "--pool-file", pool_file, "--timeout-ms", "500"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("master of part 1"), std::string::npos) << r.output;
+  s0.reset();
+  s1.reset();
+  std::filesystem::remove_all(dir);
 }
 
 // Real AgentX trace files (src/trace/testdata/weka-sample, a folder of trace_NNNN.json as

@@ -81,9 +81,9 @@ struct Client::Impl {
     return FromGrpcStatus(s, method, Address(part));
   }
 
-  template <class Call, class Sync, class Start>
-  void Run(std::vector<Call>& calls, Sync sync, Start start, bool wait_for_ready = false) const {
-    RunPartCalls(stubs, calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, sync, start);
+  template <class Call, class Prepare>
+  void Run(std::vector<Call>& calls, Prepare prepare, bool wait_for_ready = false) const {
+    RunPartCalls(stubs, calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, prepare);
   }
 
   // One call per part that holds one of `keys`, carrying that part's keys, in part order.
@@ -129,10 +129,7 @@ struct Client::Impl {
     }
     const SteadyTime sent = Now();
     Run(
-        calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchGetReplicas(ctx, c.request, &c.reply); },
-        [](auto& stub, auto* ctx, Call& c, auto done) {
-          stub.async()->BatchGetReplicas(ctx, &c.request, &c.reply, std::move(done));
-        });
+        calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchGetReplicas(ctx, c.request, cq); });
     std::optional<SteadyTime> lease_end;
     for (const Call& c : calls) {
       if (!c.status.ok() || c.reply.results_size() != static_cast<int>(c.keys.size())) {
@@ -247,8 +244,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   std::vector<Call> calls(options.pool.size());
   for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
   impl->Run(
-      calls, [](auto& stub, auto* ctx, Call& c) { return stub.Describe(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->Describe(ctx, &c.request, &c.reply, std::move(done)); },
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncDescribe(ctx, c.request, cq); },
       /*wait_for_ready=*/true);
   const bool single = options.pool.size() == 1;
   const size_t answered = std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.status.ok(); });
@@ -312,10 +308,7 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
   }
   const SteadyTime sent = Now();
   impl_->Run(
-      starts, [](auto& stub, auto* ctx, StartCall& c) { return stub.BatchPutStart(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, StartCall& c, auto done) {
-        stub.async()->BatchPutStart(ctx, &c.request, &c.reply, std::move(done));
-      });
+      starts, [](auto& stub, auto* ctx, StartCall& c, auto* cq) { return stub.PrepareAsyncBatchPutStart(ctx, c.request, cq); });
 
   // One transfer batch writes every part's replicas at once. Invariant 2: finish well inside
   // every part's put timeout.
@@ -371,15 +364,9 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
     if (!revoke.keys.empty()) revokes.push_back(std::move(revoke));
   }
   impl_->Run(
-      revokes, [](auto& stub, auto* ctx, KeysCall& c) { return stub.BatchPutRevoke(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, KeysCall& c, auto done) {
-        stub.async()->BatchPutRevoke(ctx, &c.request, &c.reply, std::move(done));
-      });
+      revokes, [](auto& stub, auto* ctx, KeysCall& c, auto* cq) { return stub.PrepareAsyncBatchPutRevoke(ctx, c.request, cq); });
   impl_->Run(
-      ends, [](auto& stub, auto* ctx, KeysCall& c) { return stub.BatchPutEnd(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, KeysCall& c, auto done) {
-        stub.async()->BatchPutEnd(ctx, &c.request, &c.reply, std::move(done));
-      });
+      ends, [](auto& stub, auto* ctx, KeysCall& c, auto* cq) { return stub.PrepareAsyncBatchPutEnd(ctx, c.request, cq); });
   for (const KeysCall& c : ends) {
     for (size_t j = 0; j < c.keys.size(); ++j) {
       const size_t i = c.keys[j];
@@ -468,8 +455,7 @@ Result<std::vector<bool>> Client::BatchExists(std::span<const std::string> keys)
     for (size_t i : c.keys) c.request.add_keys(keys[i]);
   }
   impl_->Run(
-      calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchExists(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->BatchExists(ctx, &c.request, &c.reply, std::move(done)); });
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchExists(ctx, c.request, cq); });
   std::vector<bool> out(keys.size());
   for (const Call& c : calls) {
     if (!c.status.ok()) return impl_->RpcError(c.status, "BatchExists", c.part);
@@ -492,8 +478,7 @@ std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
     for (size_t i : c.keys) c.request.add_keys(keys[i]);
   }
   impl_->Run(
-      calls, [](auto& stub, auto* ctx, Call& c) { return stub.BatchRemove(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->BatchRemove(ctx, &c.request, &c.reply, std::move(done)); });
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRemove(ctx, c.request, cq); });
   std::vector<Status> out(keys.size());
   for (const Call& c : calls) {
     for (size_t j = 0; j < c.keys.size(); ++j) {
@@ -520,8 +505,7 @@ Result<PoolStats> Client::Stat() {
   std::vector<Call> calls(impl_->stubs.size());
   for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
   impl_->Run(
-      calls, [](auto& stub, auto* ctx, Call& c) { return stub.Stat(ctx, c.request, &c.reply); },
-      [](auto& stub, auto* ctx, Call& c, auto done) { stub.async()->Stat(ctx, &c.request, &c.reply, std::move(done)); });
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncStat(ctx, c.request, cq); });
   PoolStats s;
   for (const Call& c : calls) {
     PartStats part;

@@ -1,17 +1,16 @@
 // PartCalls: one unary gRPC call to each of several pool parts' masters, all in flight at
 // once, so a batch that touches N parts costs one round trip to the slowest, not N.
 //
-// The first call runs synchronously on the calling thread (a one-part pool pays no thread
-// hop); the others go through gRPC's callback API. Internal to the client library.
+// Every call is started on one completion queue that the calling thread then drains itself:
+// no other thread touches a reply, and a one-part pool costs what a synchronous call does.
+// Internal to the client library.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdint>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "proto/master.grpc.pb.h"
@@ -32,33 +31,34 @@ struct PartCallOptions {
   bool wait_for_ready = false;  // wait (within timeout) for a master that is not connected yet
 };
 
-// Runs calls[i] against stubs[calls[i].part]. `sync(stub, context, call)` returns the call's
-// grpc::Status; `start(stub, context, call, done)` starts it and has gRPC run done(status).
-// Returns when every call has its status.
-template <class Call, class Sync, class Start>
+// Runs calls[i] against stubs[calls[i].part] and returns when every call has its status.
+// `prepare(stub, context, call, queue)` returns the method's PrepareAsync reader, e.g.
+//   [](auto& stub, auto* ctx, auto& c, auto* cq) { return stub.PrepareAsyncStat(ctx, c.request, cq); }
+template <class Call, class Prepare>
 void RunPartCalls(const std::vector<std::unique_ptr<proto::Master::Stub>>& stubs, std::vector<Call>& calls,
-                  const PartCallOptions& options, Sync sync, Start start) {
+                  const PartCallOptions& options, Prepare prepare) {
   if (calls.empty()) return;
   const auto deadline = std::chrono::system_clock::now() + options.timeout;  // gRPC takes wall-clock deadlines
+  grpc::CompletionQueue queue;
   std::vector<grpc::ClientContext> contexts(calls.size());
-  for (auto& context : contexts) {
-    context.set_deadline(deadline);
-    context.set_wait_for_ready(options.wait_for_ready);
+  using Reader = decltype(prepare(*stubs[0], &contexts[0], calls[0], &queue));
+  std::vector<Reader> readers;
+  readers.reserve(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    contexts[i].set_deadline(deadline);
+    contexts[i].set_wait_for_ready(options.wait_for_ready);
+    readers.push_back(prepare(*stubs[calls[i].part], &contexts[i], calls[i], &queue));
+    readers.back()->StartCall();
+    readers.back()->Finish(&calls[i].reply, &calls[i].status, reinterpret_cast<void*>(i));
   }
-  // Notified under the lock: once the waiter sees 0, no callback touches these again.
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t outstanding = calls.size() - 1;
-  for (size_t i = 1; i < calls.size(); ++i) {
-    start(*stubs[calls[i].part], &contexts[i], calls[i], [&, &call = calls[i]](grpc::Status s) {
-      std::lock_guard lock(mu);
-      call.status = std::move(s);
-      if (--outstanding == 0) cv.notify_one();
-    });
+  // Every started call completes (at the latest at its deadline), so this ends.
+  void* tag = nullptr;
+  bool ok = false;
+  for (size_t done = 0; done < calls.size() && queue.Next(&tag, &ok); ++done) {
   }
-  calls[0].status = sync(*stubs[calls[0].part], &contexts[0], calls[0]);
-  std::unique_lock lock(mu);
-  cv.wait(lock, [&] { return outstanding == 0; });
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace kvpool::client

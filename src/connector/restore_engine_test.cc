@@ -25,8 +25,8 @@ struct LayoutCase {
 class RestoreEngineTest : public ::testing::TestWithParam<LayoutCase> {
  protected:
   RestoreEngineTest() : RestoreEngineTest(5000) {}
-  explicit RestoreEngineTest(uint64_t lease_ms)
-      : pool_(lease_ms),
+  explicit RestoreEngineTest(uint64_t lease_ms, uint32_t parts = 1)
+      : pool_(lease_ms, 64 << 20, parts),
         ns_(KvNamespace::Create(testing::SmallSpec(GetParam().kind, {2, 3}, GetParam().bytes)).value()),
         pool_store_(&pool_.client()),
         store_(&pool_store_),
@@ -219,6 +219,38 @@ TEST_P(ShortLeaseRestoreTest, ExpiredLeaseFallsBack) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ShortLeaseRestoreTest,
                          ::testing::Values(LayoutCase{"mla576", KvLayoutKind::kLatent, 576}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The published pool: each stage in its own part (own master, own store).
+class PartsRestoreTest : public RestoreEngineTest {
+ protected:
+  PartsRestoreTest() : RestoreEngineTest(5000, 2) {}
+};
+
+TEST_P(PartsRestoreTest, EachStageSavesToAndRestoresFromItsOwnPart) {
+  const auto tokens = Tokens(64 * 7 + 20);
+  const auto saved_tables = Tables(tokens.size(), 10);
+  Save(tokens, saved_tables);
+  auto stats = pool_.client().Stat();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->parts[0].objects, 7u);  // stage 0's objects
+  EXPECT_EQ(stats->parts[1].objects, 7u);  // stage 1's
+
+  const auto tables = Tables(tokens.size(), 20);
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(hit.ok());
+  ASSERT_EQ(hit->hit_chunks, 7u);
+  auto engine = Engine();
+  ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
+  const RestoreOutcome out = engine->Wait(1);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.restored_tokens, 64u * 7);
+  ExpectSameKv(saved_tables, tables, 0, 64 * 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, PartsRestoreTest,
+                         ::testing::Values(LayoutCase{"mla576", KvLayoutKind::kLatent, 576},
+                                           LayoutCase{"gqa_split_kv_staged", KvLayoutKind::kSplitKv, 512, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

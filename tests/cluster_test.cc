@@ -1,0 +1,126 @@
+// The pool across hosts, on a real network: scripts/cluster.sh makes 2 servers (network
+// namespaces) joined by 2 rails (bridges), with a master per part and storage services on
+// server 1 only. A client on server 0 (pool_load_probe) reaches them over tcp, through its
+// rail NICs. One rail's link is cut mid-load and restored: that part's calls fail within
+// their deadline, the other part keeps serving, no byte is ever wrong, and the cut part comes
+// back without restarting anything. Needs root; skips where namespaces cannot be made.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "child_process.h"
+
+namespace kvpool::testing {
+namespace {
+
+constexpr int kTimeoutMs = 1000;  // the probe's deadline for every call
+
+int Shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces";
+    name_ = "kvpt" + std::to_string(getpid() % 100000);
+    dir_ = std::filesystem::temp_directory_path() / ("kvpool-cluster-test-" + name_);
+    env_ = "CLUSTER=" + name_ + " CLUSTER_DIR=" + dir_.string() + " KVPOOL=" KVPOOL_BINARY " SUBNET=10.78 ";
+    const int rc = Shell(env_ + "SERVERS=2 RAILS=2 STORE_SERVERS=1 STORE_MEMORY=64MiB " + Script() + " up");
+    if (rc == 77) GTEST_SKIP() << "network namespaces cannot be made here";
+    ASSERT_EQ(rc, 0) << "cluster.sh up failed; logs in " << dir_;
+    up_ = true;
+  }
+
+  void TearDown() override {
+    if (!up_) return;
+    EXPECT_EQ(Shell(env_ + Script() + " down >/dev/null"), 0);
+    // Nothing of ours is left behind.
+    EXPECT_NE(Shell("ip netns list | grep -q '^" + name_ + "-'"), 0) << "namespaces left after down";
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  static std::string Script() { return std::string(KVPOOL_SOURCE_DIR) + "/scripts/cluster.sh"; }
+
+  void Link(int server, int rail, const char* state) {
+    ASSERT_EQ(Shell(env_ + Script() + " link " + std::to_string(server) + " " + std::to_string(rail) + " " + state), 0);
+  }
+
+  std::unique_ptr<ChildProcess> StartProbe() {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/bin/env", "CLUSTER=" + name_, "CLUSTER_DIR=" + dir_.string(), Script(), "exec",
+                                 "0", KVPOOL_PROBE_BINARY, "--pool-file", (dir_ / "pool.conf").string(),
+                                 "--timeout-ms", std::to_string(kTimeoutMs)},
+        (dir_ / "probe.log").string());
+  }
+
+  // The probe's latest counters (the last complete JSON line it printed).
+  nlohmann::json Counters() {
+    std::ifstream in(dir_ / "probe.log");
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.front() == '{' && line.back() == '}') last = line;
+    }
+    return last.empty() ? nlohmann::json() : nlohmann::json::parse(last, nullptr, false);
+  }
+  uint64_t Count(const nlohmann::json& c, int part, const char* name) {
+    return c.is_object() ? c["parts"][part][name].get<uint64_t>() : 0;
+  }
+
+  // Polls the probe's counters until `done` holds; false after `limit` (a failure bound, not
+  // a measurement: on a healthy box every wait ends within a few seconds).
+  bool WaitFor(const std::function<bool(const nlohmann::json&)>& done, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (done(Counters())) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  std::string Logs() { return "logs in " + dir_.string() + "; probe: " + Counters().dump(); }
+
+  std::string name_, env_;
+  std::filesystem::path dir_;
+  bool up_ = false;
+};
+
+TEST_F(ClusterTest, ARailCutFailsOnlyItsPartWithinTheDeadlineAndRecovers) {
+  auto probe = StartProbe();
+  ASSERT_TRUE(probe->started());
+  // Both parts serve from server 1's stores, over the rails.
+  ASSERT_TRUE(WaitFor([&](const auto& c) { return Count(c, 0, "gets_ok") >= 20 && Count(c, 1, "gets_ok") >= 20; }))
+      << Logs();
+
+  Link(0, 1, "down");  // server 0's rail-1 NIC: part 1's master and stores are out of its reach
+  const auto cut = Counters();
+  ASSERT_TRUE(WaitFor([&](const auto& c) {
+    return Count(c, 1, "unreachable") >= 3 && Count(c, 0, "gets_ok") >= Count(cut, 0, "gets_ok") + 20;
+  })) << Logs();
+
+  Link(0, 1, "up");
+  const auto restored = Counters();
+  ASSERT_TRUE(WaitFor([&](const auto& c) { return Count(c, 1, "gets_ok") >= Count(restored, 1, "gets_ok") + 20; }))
+      << "part 1 did not recover; " << Logs();
+
+  ASSERT_EQ(WEXITSTATUS(probe->Kill(SIGTERM)), 0) << Logs();
+  const auto final_counters = Counters();
+  EXPECT_EQ(Count(final_counters, 0, "unreachable"), 0u) << "the cut reached part 0; " << Logs();
+  for (int part = 0; part < 2; ++part) {
+    EXPECT_EQ(Count(final_counters, part, "wrong"), 0u) << "part " << part << ": wrong bytes served";
+    // Each call is a master round trip and a transfer, each with the deadline; a hung call
+    // would be far past this.
+    EXPECT_LE(Count(final_counters, part, "max_call_ms"), 4u * kTimeoutMs + 2000) << "part " << part << ": " << Logs();
+  }
+}
+
+}  // namespace
+}  // namespace kvpool::testing
