@@ -57,9 +57,9 @@ std::vector<int32_t> Vector(const Int32Array& a) { return {a.data(), a.data() + 
 // An in-process pool: a master on 127.0.0.1 and one storage service.
 class LocalPool {
  public:
-  LocalPool(uint64_t memory_bytes, uint64_t lease_ms, bool huge_pages)
+  LocalPool(uint64_t memory_bytes, uint64_t lease_ms, bool huge_pages, uint32_t part)
       : pool_(Take(embedded::EmbeddedPool::Start(
-            {.memory_bytes = memory_bytes, .lease_ms = lease_ms, .use_huge_pages = huge_pages}))) {}
+            {.memory_bytes = memory_bytes, .lease_ms = lease_ms, .use_huge_pages = huge_pages, .part = part}))) {}
   void Close() { pool_.reset(); }
   std::string address() const { return pool_ ? pool_->address() : ""; }
 
@@ -235,9 +235,9 @@ PYBIND11_MODULE(kvpool, m) {
   g_error = py::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
   m.attr("cuda_device_count") = py::cpp_function([] { return CudaDeviceCount(); });
 
-  py::class_<LocalPool>(m, "LocalPool", "A master and one storage service inside this process.")
-      .def(py::init<uint64_t, uint64_t, bool>(), py::arg("memory_bytes") = uint64_t{256} << 20,
-           py::arg("lease_ms") = 5000, py::arg("huge_pages") = false)
+  py::class_<LocalPool>(m, "LocalPool", "A master (of pool part `part`) and one storage service inside this process.")
+      .def(py::init<uint64_t, uint64_t, bool, uint32_t>(), py::arg("memory_bytes") = uint64_t{256} << 20,
+           py::arg("lease_ms") = 5000, py::arg("huge_pages") = false, py::arg("part") = 0)
       .def_property_readonly("address", &LocalPool::address)
       .def("close", &LocalPool::Close)
       .def("__enter__", [](LocalPool& p) -> LocalPool& { return p; })

@@ -160,6 +160,13 @@ def spliced_page(section, begin, end):
     return existing.rstrip("\n") + "\n\n" + section + "\n"
 
 
+def write_section(section, begin, end):
+    """Rewrites docs/benchmarks.md with `section` between its markers (see spliced_page)."""
+    page = spliced_page(section, begin, end)
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "benchmarks.md"), "w") as f:
+        f.write(page)
+
+
 def main():
     print(spliced_page(render(sys.argv[1]), BEGIN, END), end="")
 

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from render_benchmarks import spliced_page  # noqa: E402
+from render_benchmarks import write_section  # noqa: E402
 
 BEGIN, END = "<!-- traces:begin -->", "<!-- traces:end -->"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
@@ -210,9 +210,7 @@ def render():
 
 
 def main():
-    page = spliced_page(render(), BEGIN, END)
-    with open(os.path.join(DOCS, "benchmarks.md"), "w") as f:
-        f.write(page)
+    write_section(render(), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -62,3 +62,18 @@ def test_stat(client):
     s = client.stat()
     assert s["segments"] == 1
     assert s["capacity_bytes"] >= 64 << 20
+
+
+def test_a_pool_of_two_parts_routes_stage_objects_to_their_part():
+    with kvpool.LocalPool(memory_bytes=8 << 20, part=0) as p0, kvpool.LocalPool(memory_bytes=8 << 20, part=1) as p1:
+        c = kvpool.Client(f"part0={p0.address},part1={p1.address}")
+        c.put("ns/chunk/s0", b"stage zero")
+        c.put("ns/chunk/s1", b"stage one")
+        assert c.get("ns/chunk/s1") == b"stage one"
+        parts = c.stat()["parts"]
+        assert [p["objects"] for p in parts] == [1, 1]
+        assert all(p["error"] is None for p in parts)
+        with pytest.raises(kvpool.Error, match="listed as part 0 but its master serves part 1"):
+            kvpool.Client(f"part0={p1.address},part1={p0.address}")
+        with pytest.raises(kvpool.Error, match="listed twice"):
+            kvpool.Client(f"part0={p0.address},part0={p1.address}")

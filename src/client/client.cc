@@ -96,6 +96,17 @@ struct Client::Impl {
     return calls;
   }
 
+  // CallsByPart, with each call's request carrying its keys (requests with a `keys` field).
+  template <class Call>
+  std::vector<Call> KeyCallsByPart(std::span<const std::string> keys) const {
+    std::vector<Call> calls = CallsByPart<Call>(keys);
+    for (Call& c : calls) {
+      c.request.mutable_keys()->Reserve(static_cast<int>(c.keys.size()));
+      for (size_t i : c.keys) c.request.add_keys(keys[i]);
+    }
+    return calls;
+  }
+
   // Tells the engine about a part's segments it has not seen, or whose endpoint changed.
   void OpenSegments(uint32_t part, const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
     std::lock_guard lock(segments_mu);
@@ -121,12 +132,8 @@ struct Client::Impl {
     out.replicas_.resize(keys.size());
     out.lease_deadline_ = Now();
     using Call = PartCall<proto::BatchGetReplicasRequest, proto::BatchGetReplicasReply>;
-    std::vector<Call> calls = CallsByPart<Call>(keys);
-    for (Call& c : calls) {
-      c.request.mutable_keys()->Reserve(static_cast<int>(c.keys.size()));
-      for (size_t i : c.keys) c.request.add_keys(keys[i]);
-      c.request.set_lease_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.lease.count())));
-    }
+    std::vector<Call> calls = KeyCallsByPart<Call>(keys);
+    for (Call& c : calls) c.request.set_lease_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.lease.count())));
     const SteadyTime sent = Now();
     Run(
         calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchGetReplicas(ctx, c.request, cq); });
@@ -450,10 +457,7 @@ Result<bool> Client::Exists(std::string_view key) {
 
 Result<std::vector<bool>> Client::BatchExists(std::span<const std::string> keys) {
   using Call = PartCall<proto::BatchKeysRequest, proto::BatchExistsReply>;
-  std::vector<Call> calls = impl_->CallsByPart<Call>(keys);
-  for (Call& c : calls) {
-    for (size_t i : c.keys) c.request.add_keys(keys[i]);
-  }
+  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);
   impl_->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchExists(ctx, c.request, cq); });
   std::vector<bool> out(keys.size());
@@ -473,10 +477,7 @@ Status Client::Remove(std::string_view key) {
 
 std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
   using Call = PartCall<proto::BatchKeysRequest, proto::BatchKeysReply>;
-  std::vector<Call> calls = impl_->CallsByPart<Call>(keys);
-  for (Call& c : calls) {
-    for (size_t i : c.keys) c.request.add_keys(keys[i]);
-  }
+  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);
   impl_->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRemove(ctx, c.request, cq); });
   std::vector<Status> out(keys.size());
@@ -494,6 +495,16 @@ std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
     }
   }
   return out;
+}
+
+void PoolCounters::Add(const PoolCounters& o) {
+  objects += o.objects;
+  used_bytes += o.used_bytes;
+  capacity_bytes += o.capacity_bytes;
+  evicted_objects += o.evicted_objects;
+  evicted_bytes += o.evicted_bytes;
+  hits += o.hits;
+  misses += o.misses;
 }
 
 size_t PoolStats::unreachable_parts() const {
@@ -525,13 +536,7 @@ Result<PoolStats> Client::Stat() {
     part.evicted_bytes = r.evicted_bytes();
     part.hits = r.hits();
     part.misses = r.misses();
-    s.objects += part.objects;
-    s.used_bytes += part.used_bytes;
-    s.capacity_bytes += part.capacity_bytes;
-    s.evicted_objects += part.evicted_objects;
-    s.evicted_bytes += part.evicted_bytes;
-    s.hits += part.hits;
-    s.misses += part.misses;
+    s.Add(part);
     for (const auto& seg : r.segments()) {
       s.segments.push_back({c.part, seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),
                             seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects()});

@@ -78,6 +78,7 @@ struct PoolCounters {
   uint64_t evicted_bytes = 0;
   uint64_t hits = 0;
   uint64_t misses = 0;
+  void Add(const PoolCounters& other);
 };
 
 // One part as its master reports it; `status` is why it could not be asked.
