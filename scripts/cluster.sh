@@ -68,7 +68,15 @@ up() {
   [ "$SERVERS" -ge 1 ] && [ "$SERVERS" -le 64 ] && [ "$RAILS" -ge 1 ] && [ "$RAILS" -le 16 ] || die "SERVERS 1..64, RAILS 1..16"
   [ -e "$CLUSTER_DIR/settings" ] && die "cluster '$CLUSTER' is already up ($CLUSTER_DIR); run down first"
   [ "$STORE_SERVERS" = "all" ] && STORE_SERVERS=$(seq -s' ' 0 $((SERVERS - 1)))
+  # Exit 77 ("cannot here", for tests to skip) when namespaces, veths or bridges are refused.
   ip netns add "$FABRIC" 2>/dev/null || { echo "cluster.sh: cannot create network namespaces here" >&2; exit 77; }
+  if ! { ip -n "$FABRIC" link add probe0 type veth peer probe1 && ip -n "$FABRIC" link add probebr type bridge; } 2>/dev/null; then
+    ip netns delete "$FABRIC"
+    echo "cluster.sh: cannot create veth pairs or bridges here" >&2
+    exit 77
+  fi
+  ip -n "$FABRIC" link delete probe0
+  ip -n "$FABRIC" link delete probebr
   mkdir -p "$CLUSTER_DIR"
   : >"$CLUSTER_DIR/pids"
   declare -p SERVERS RAILS PARTS RAIL_GBPS STORE_SERVERS STORE_MEMORY SUBNET KVPOOL | sed 's/^declare -- //' \
