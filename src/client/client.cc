@@ -7,7 +7,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
 #include "client/part_calls.h"
