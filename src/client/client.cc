@@ -66,7 +66,6 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address) {
 struct Client::Impl {
   ClientOptions options;
   std::vector<std::unique_ptr<proto::Master::Stub>> stubs;  // one per part
-  std::vector<std::string> master_ids;                       // what each part's master said at Connect
   transfer::TransferEngine engine;
 
   std::mutex segments_mu;
@@ -85,11 +84,18 @@ struct Client::Impl {
     RunPartCalls(stubs, calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, prepare);
   }
 
+  // One call per part, in part order.
+  template <class Call>
+  std::vector<Call> CallsToEveryPart() const {
+    std::vector<Call> calls(stubs.size());
+    for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+    return calls;
+  }
+
   // One call per part that holds one of `keys`, carrying that part's keys, in part order.
   template <class Call>
   std::vector<Call> CallsByPart(std::span<const std::string> keys) const {
-    std::vector<Call> calls(stubs.size());
-    for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+    std::vector<Call> calls = CallsToEveryPart<Call>();
     for (size_t i = 0; i < keys.size(); ++i) calls[options.pool.PartOf(keys[i])].keys.push_back(i);
     std::erase_if(calls, [](const Call& c) { return c.keys.empty(); });
     return calls;
@@ -247,8 +253,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   for (const std::string& address : options.pool.masters) impl->stubs.push_back(proto::Master::NewStub(MasterChannel(address)));
 
   using Call = PartCall<proto::DescribeRequest, proto::DescribeReply>;
-  std::vector<Call> calls(options.pool.size());
-  for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+  std::vector<Call> calls = impl->CallsToEveryPart<Call>();
   impl->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncDescribe(ctx, c.request, cq); },
       /*wait_for_ready=*/true);
@@ -276,7 +281,6 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
                                          "and the masters' --part)",
                                          impl->Address(c.part), c.part, c.reply.part()));
     }
-    impl->master_ids.push_back(c.reply.master_id());
   }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -512,8 +516,7 @@ size_t PoolStats::unreachable_parts() const {
 
 Result<PoolStats> Client::Stat() {
   using Call = PartCall<proto::StatRequest, proto::StatReply>;
-  std::vector<Call> calls(impl_->stubs.size());
-  for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
+  std::vector<Call> calls = impl_->CallsToEveryPart<Call>();
   impl_->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncStat(ctx, c.request, cq); });
   PoolStats s;
@@ -521,7 +524,6 @@ Result<PoolStats> Client::Stat() {
     PartStats part;
     part.part = c.part;
     part.master_address = impl_->Address(c.part);
-    part.master_id = impl_->master_ids[c.part];
     if (!c.status.ok()) {
       part.status = impl_->RpcError(c.status, "Stat", c.part);
       s.parts.push_back(std::move(part));

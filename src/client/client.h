@@ -84,7 +84,7 @@ struct PoolCounters {
 // One part as its master reports it; `status` is why it could not be asked.
 struct PartStats : PoolCounters {
   uint32_t part = 0;
-  std::string master_address, master_id;
+  std::string master_address;
   Status status;
 };
 
