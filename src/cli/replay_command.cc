@@ -25,7 +25,7 @@
 #include "cli/flags.h"
 #include "cli/pool_flags.h"
 #include "cli/trace_input.h"
-#include "replay/kv_cache_memory.h"
+#include "engine/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "trace/corpus_synthesizer.h"
 #include "trace/reuse_ceiling.h"
@@ -89,7 +89,7 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: {}\n", sessions.status().message());
     return 2;
   }
-  auto geometry = replay::GeometryPreset(f.geometry);
+  auto geometry = engine::GeometryPreset(f.geometry);
   if (!geometry.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", geometry.status().message());
     return 2;
@@ -164,7 +164,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.open_loop = open_loop;
       o.replay.rate_scale = f.rate_scale;
       o.handoff = f.handoff;
-      o.gpus = f.gpu ? replay::ReplayCudaDeviceCount() : 0;
+      o.gpus = f.gpu ? engine::CudaDeviceCount() : 0;
       if (f.gpu && o.gpus == 0) {
         fmt::print(stderr, "kvpool replay: --gpu: no CUDA device visible (or kvpool was built without KVPOOL_CUDA)\n");
         return 1;
@@ -231,7 +231,7 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::IsMember({"pool", "no-pool", "both"}))
       ->capture_default_str();
   cmd->add_option("--geometry", f.geometry, "model geometry preset: scaled, published, tiny")
-      ->check(CLI::IsMember(replay::GeometryPresetNames()))
+      ->check(CLI::IsMember(engine::GeometryPresetNames()))
       ->capture_default_str();
   cmd->add_option("--servers", f.servers, "8-GPU servers (each 1 prefill + 1 decode instance) sharing one pool")
       ->check(CLI::Range(1, 64))

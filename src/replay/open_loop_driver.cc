@@ -4,13 +4,13 @@
 
 #include <fmt/format.h>
 
-#include "replay/kv_pattern_word.h"
+#include "engine/kv_pattern_word.h"
 #include "replay/token_content.h"
 
 namespace kvpool::replay {
 
-OpenLoopDriver::OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment,
-                               Simulation* sim)
+OpenLoopDriver::OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment,
+                               engine::Simulation* sim)
     : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim) {}
 
 Status OpenLoopDriver::Start() {
@@ -21,10 +21,10 @@ Status OpenLoopDriver::Start() {
   }
   if (!(options_.rate_scale > 0)) return InvalidArgument("replay: --rate-scale must be above 0");
   trace_ = &corpus_.traces[0];
-  const ModelGeometry& g = deployment_->geometry();
+  const engine::ModelGeometry& g = deployment_->geometry();
   fits_ = std::min<int64_t>({g.max_context_tokens, static_cast<int64_t>(g.prefill_cache_tokens),
                              static_cast<int64_t>(g.decode_kv_tokens)});
-  salt_ = Mix64(options_.seed);
+  salt_ = engine::Mix64(options_.seed);
   // Requests are submitted one at a time, each scheduling the next: the event queue holds one
   // arrival, not the whole file.
   sim_->At(sim_->now(), [this] { Submit(0); });
@@ -50,15 +50,15 @@ void OpenLoopDriver::Submit(size_t index) {
     first_counted_arrival_ = sim_->now();
     if (options_.duration_s > 0) sim_->At(sim_->now() + options_.duration_s, [this] { StopAt(sim_->now()); });
   }
-  DeploymentRequest r;
+  engine::DeploymentRequest r;
   r.session_id = index + 1;
   r.tokens = PromptTokens(request.hash_ids, trace_->block_size, request.input_tokens, salt_);
   r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, request.output_tokens));
   r.counted = counted;
   const uint64_t ceiling_tokens =
       static_cast<uint64_t>(std::min<int64_t>(hits * trace_->block_size, request.input_tokens));
-  deployment_->Submit(std::move(r), [this, ceiling_tokens](const RequestRecord& done) {
-    RequestRecord copy = done;
+  deployment_->Submit(std::move(r), [this, ceiling_tokens](const engine::RequestRecord& done) {
+    engine::RequestRecord copy = done;
     copy.ceiling_hit_tokens = ceiling_tokens;
     records_.push_back(copy);
     if (!copy.counted) return;

@@ -16,9 +16,9 @@
 #include <optional>
 #include <vector>
 
-#include "replay/deployment.h"
+#include "engine/deployment.h"
 #include "replay/replay_driver.h"
-#include "replay/simulation.h"
+#include "engine/simulation.h"
 #include "replay/trace_driver.h"
 #include "trace/reuse_ceiling.h"
 #include "trace/trace.h"
@@ -29,13 +29,13 @@ class OpenLoopDriver final : public TraceDriver {
  public:
   // REQUIRES: corpus, deployment and sim outlive the driver. Uses options.duration_s,
   // max_requests, warmup_requests, seed and rate_scale.
-  OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim);
+  OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim);
 
   // INVALID_ARGUMENT unless the corpus is one trace with requests (a Mooncake file) and
   // rate_scale > 0.
   Status Start() override;
 
-  const std::vector<RequestRecord>& records() const override { return records_; }
+  const std::vector<engine::RequestRecord>& records() const override { return records_; }
   double window_start_s() const override { return first_counted_arrival_.value_or(0); }
   double window_end_s() const override { return stop_time_ ? *stop_time_ : sim_->now(); }
   bool window_open() const override { return first_counted_arrival_.has_value(); }
@@ -49,14 +49,14 @@ class OpenLoopDriver final : public TraceDriver {
 
   const trace::Corpus& corpus_;
   const ReplayOptions options_;
-  Deployment* const deployment_;
-  Simulation* const sim_;
+  engine::Deployment* const deployment_;
+  engine::Simulation* const sim_;
   const trace::Trace* trace_ = nullptr;
   uint64_t salt_ = 0;
   int64_t fits_ = 0;
   trace::PrefixHitWalk ceiling_walk_;
   size_t submitted_ = 0;  // requests submitted so far (skipped ones included)
-  std::vector<RequestRecord> records_;
+  std::vector<engine::RequestRecord> records_;
   int64_t counted_finished_ = 0;
   int64_t skipped_ = 0;
   std::optional<double> first_counted_arrival_;

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "replay/kv_pattern.h"
+#include "engine/kv_pattern.h"
 #include "replay/token_content.h"
 
 namespace kvpool::replay {
@@ -33,14 +33,14 @@ struct ReplayDriver::Tree {
   trace::PrefixHitWalk ceiling_walk;
 };
 
-ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim)
-    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim), rng_state_(Mix64(options.seed)) {}
+ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim)
+    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim), rng_state_(engine::Mix64(options.seed)) {}
 
 ReplayDriver::~ReplayDriver() = default;
 
 Status ReplayDriver::Start() {
   if (options_.sessions < 1) return InvalidArgument("replay: --sessions must be at least 1");
-  const ModelGeometry& g = deployment_->geometry();
+  const engine::ModelGeometry& g = deployment_->geometry();
   // A trace must fit the context, a prefill instance's cache and a decode instance's KV.
   const int64_t fits = std::min<int64_t>({g.max_context_tokens, static_cast<int64_t>(g.prefill_cache_tokens),
                                           static_cast<int64_t>(g.decode_kv_tokens)});
@@ -54,7 +54,7 @@ Status ReplayDriver::Start() {
   if (usable_.empty()) {
     return InvalidArgument(fmt::format("replay: none of {} traces fits a {}-token context", corpus_.traces.size(), fits));
   }
-  next_trace_ = Mix64(options_.seed) % usable_.size();
+  next_trace_ = engine::Mix64(options_.seed) % usable_.size();
   for (int i = 0; i < options_.sessions; ++i) {
     lanes_.push_back(std::make_unique<Lane>());
     lanes_.back()->index = i;
@@ -86,14 +86,14 @@ void ReplayDriver::StartTree(Lane& lane, bool from_random_point) {
   tree->lane = &lane;
   tree->trace = usable_[next_trace_++ % usable_.size()];
   tree->session_id = next_session_id_++;
-  tree->salt = Mix64(tree->session_id ^ (options_.seed << 32));
+  tree->salt = engine::Mix64(tree->session_id ^ (options_.seed << 32));
   for (size_t i = 0; i < tree->trace->subagents.size(); ++i) {
     tree->spawned_after[tree->trace->subagents[i].spawned_after_turn].push_back(i);
   }
   const size_t turns = tree->trace->requests.size();
   if (from_random_point) {
     const size_t lo = turns / 4, hi = std::max(lo, turns * 3 / 4);
-    rng_state_ = Mix64(rng_state_);
+    rng_state_ = engine::Mix64(rng_state_);
     const size_t start = std::max<size_t>(1, lo + rng_state_ % (hi - lo + 1));
     tree->next_turn = std::min(start, turns) - 1;  // the primer
     tree->warming = true;
@@ -110,10 +110,10 @@ void ReplayDriver::SendMain(Tree& tree) {
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
   Send(tree, tree.trace->requests[turn], counted,
-       [this, t = &tree, turn](const RequestRecord& record) { OnMainDone(*t, turn, record); });
+       [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); });
 }
 
-void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const RequestRecord& record) {
+void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record) {
   const std::vector<trace::Request>& turns = tree.trace->requests;
   const bool counted = record.counted;
   if (tree.warming && turn == tree.last_uncounted_turn) {
@@ -162,7 +162,7 @@ void ReplayDriver::StartSubagent(Tree& tree, size_t subagent, bool counted) {
 void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted) {
   if (stop_time_) return;
   const trace::Subagent& sub = tree.trace->subagents[subagent];
-  Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const RequestRecord&) {
+  Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const engine::RequestRecord&) {
     const trace::Subagent& s = t->trace->subagents[subagent];
     if (index + 1 >= s.requests.size()) return OnSubagentDone(*t, subagent);
     sim_->After(CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s()),
@@ -193,9 +193,9 @@ void ReplayDriver::MaybeFinishTree(Tree& tree) {
 }
 
 void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
-                        std::function<void(const RequestRecord&)> then) {
+                        std::function<void(const engine::RequestRecord&)> then) {
   if (stop_time_) return;
-  DeploymentRequest r;
+  engine::DeploymentRequest r;
   r.session_id = tree.session_id;
   r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
   r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, request.output_tokens));
@@ -204,15 +204,15 @@ void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
   const uint64_t ceiling_tokens =
       static_cast<uint64_t>(std::min<int64_t>(hits * tree.trace->block_size, request.input_tokens));
   if (counted && !first_counted_arrival_) first_counted_arrival_ = sim_->now();
-  deployment_->Submit(std::move(r), [this, ceiling_tokens, then = std::move(then)](const RequestRecord& done) {
-    RequestRecord copy = done;
+  deployment_->Submit(std::move(r), [this, ceiling_tokens, then = std::move(then)](const engine::RequestRecord& done) {
+    engine::RequestRecord copy = done;
     copy.ceiling_hit_tokens = ceiling_tokens;
     Record(copy);
     if (!stop_time_) then(copy);
   });
 }
 
-void ReplayDriver::Record(const RequestRecord& record) {
+void ReplayDriver::Record(const engine::RequestRecord& record) {
   records_.push_back(record);
   if (!record.counted) return;
   ++counted_finished_;

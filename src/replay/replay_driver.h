@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "replay/deployment.h"
-#include "replay/request_record.h"
-#include "replay/simulation.h"
+#include "engine/deployment.h"
+#include "engine/request_record.h"
+#include "engine/simulation.h"
 #include "replay/trace_driver.h"
 #include "trace/reuse_ceiling.h"
 #include "trace/trace.h"
@@ -47,7 +47,7 @@ struct ReplayOptions {
 class ReplayDriver final : public TraceDriver {
  public:
   // REQUIRES: corpus, deployment and sim outlive the driver.
-  ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, Deployment* deployment, Simulation* sim);
+  ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim);
   ~ReplayDriver() override;
   ReplayDriver(const ReplayDriver&) = delete;
   ReplayDriver& operator=(const ReplayDriver&) = delete;
@@ -56,7 +56,7 @@ class ReplayDriver final : public TraceDriver {
   // INVALID_ARGUMENT when no trace fits or options make no sense.
   Status Start() override;
 
-  const std::vector<RequestRecord>& records() const override { return records_; }
+  const std::vector<engine::RequestRecord>& records() const override { return records_; }
   // Until 90% of the lanes warmed up, the window starts at the first counted request's arrival.
   double window_start_s() const override;
   double window_end_s() const override { return stop_time_ ? *stop_time_ : sim_->now(); }
@@ -71,28 +71,28 @@ class ReplayDriver final : public TraceDriver {
   struct Lane;
   void StartTree(Lane& lane, bool from_random_point);
   void SendMain(Tree& tree);
-  void OnMainDone(Tree& tree, size_t turn, const RequestRecord& record);
+  void OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record);
   void TrySendMain(Tree& tree);
   void StartSubagent(Tree& tree, size_t subagent, bool counted);
   void SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted);
   void OnSubagentDone(Tree& tree, size_t subagent);
   void MaybeFinishTree(Tree& tree);
-  void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const RequestRecord&)> then);
-  void Record(const RequestRecord& record);
+  void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const engine::RequestRecord&)> then);
+  void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
   void StopAt(double time);
   double CappedGap(double next_start, double previous_end) const;
 
   const trace::Corpus& corpus_;
   const ReplayOptions options_;
-  Deployment* const deployment_;
-  Simulation* const sim_;
+  engine::Deployment* const deployment_;
+  engine::Simulation* const sim_;
 
   std::vector<const trace::Trace*> usable_;
   size_t next_trace_ = 0;
   uint64_t next_session_id_ = 1;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::vector<RequestRecord> records_;
+  std::vector<engine::RequestRecord> records_;
   int64_t counted_finished_ = 0;
   int64_t traces_skipped_ = 0;
   int64_t trees_started_ = 0;

@@ -38,12 +38,12 @@ trace::Corpus OneTrace() {
 class ReplayDriverTest : public ::testing::Test {
  protected:
   ReplayDriverTest() {
-    DeploymentOptions o;
-    o.geometry = GeometryPreset("tiny").value();
-    deployment_ = std::move(Deployment::Create(o, &sim_)).value();
+    engine::DeploymentOptions o;
+    o.geometry = engine::GeometryPreset("tiny").value();
+    deployment_ = std::move(engine::Deployment::Create(o, &sim_)).value();
   }
-  Simulation sim_;
-  std::unique_ptr<Deployment> deployment_;
+  engine::Simulation sim_;
+  std::unique_ptr<engine::Deployment> deployment_;
 };
 
 TEST_F(ReplayDriverTest, SubagentsGateTheNextTurnAndLongPausesAreCapped) {
@@ -56,20 +56,20 @@ TEST_F(ReplayDriverTest, SubagentsGateTheNextTurnAndLongPausesAreCapped) {
   ASSERT_TRUE(driver.Start().ok());
   sim_.Run();
   // Group records of the sessions replayed from turn 0 (session 1 started at a random turn).
-  std::map<uint64_t, std::map<uint64_t, std::vector<RequestRecord>>> by_session;  // session -> input -> records
-  for (const RequestRecord& r : driver.records()) by_session[r.session_id][r.input_tokens].push_back(r);
+  std::map<uint64_t, std::map<uint64_t, std::vector<engine::RequestRecord>>> by_session;  // session -> input -> records
+  for (const engine::RequestRecord& r : driver.records()) by_session[r.session_id][r.input_tokens].push_back(r);
   ASSERT_GE(by_session.size(), 2u);
   const auto& s = by_session.at(2);
   ASSERT_EQ(s.at(640).size(), 2u);  // both subagent requests
-  const RequestRecord& turn1 = s.at(128).at(0);
-  const RequestRecord& turn2 = s.at(192).at(0);
-  const RequestRecord& turn3 = s.at(256).at(0);
-  const RequestRecord& sub_first = s.at(640).at(0);
-  const RequestRecord& sub_last = s.at(640).at(1);
+  const engine::RequestRecord& turn1 = s.at(128).at(0);
+  const engine::RequestRecord& turn2 = s.at(192).at(0);
+  const engine::RequestRecord& turn3 = s.at(256).at(0);
+  const engine::RequestRecord& sub_first = s.at(640).at(0);
+  const engine::RequestRecord& sub_last = s.at(640).at(1);
   EXPECT_NEAR(sub_first.arrival_s - turn1.finish_s, 1.0, 1e-9);  // recorded 12 - (10 + 1)
   EXPECT_GE(turn2.arrival_s, sub_last.finish_s);  // gated by the subagent
   EXPECT_NEAR(turn3.arrival_s - turn2.finish_s, 300.0, 1e-9);  // 1000 s capped
-  for (const RequestRecord& r : driver.records()) {
+  for (const engine::RequestRecord& r : driver.records()) {
     EXPECT_FALSE(r.failed) << r.failure;
     EXPECT_EQ(r.verification_errors, 0u);
     EXPECT_EQ(r.counted, r.session_id != 1 || r.request_id != 1);  // only the primer is uncounted

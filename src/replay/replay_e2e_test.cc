@@ -1,7 +1,7 @@
 // A tiny replay end to end: synthetic corpus, a few sessions, the in-process pool, no pacing.
 #include <gtest/gtest.h>
 
-#include "replay/kv_cache_memory.h"
+#include "engine/kv_cache_memory.h"
 #include "replay/replay_run.h"
 #include "replay/test_tiny_replay.h"
 #include "trace/mooncake_loader.h"
@@ -46,11 +46,11 @@ TEST(ReplayEndToEndTest, GpuOptionsAreCheckedBeforeAnythingStarts) {
   gpu_handoff_on_host.handoff = "gpu";
   EXPECT_EQ(RunReplay(corpus, gpu_handoff_on_host).status().code(), StatusCode::kInvalidArgument);
   ReplayRunOptions too_many_gpus = TinyRun(true);
-  too_many_gpus.gpus = ReplayCudaDeviceCount() + 1;
+  too_many_gpus.gpus = engine::CudaDeviceCount() + 1;
   auto s = RunReplay(corpus, too_many_gpus);
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(s.status().message().find("--gpu"), std::string::npos) << s.status().ToString();
-  if (ReplayCudaDeviceCount() > 0) {
+  if (engine::CudaDeviceCount() > 0) {
     ReplayRunOptions cpu_handoff_on_gpu = TinyRun(true);
     cpu_handoff_on_gpu.gpus = 1;
     cpu_handoff_on_gpu.handoff = "cpu";

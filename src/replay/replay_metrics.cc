@@ -20,13 +20,13 @@ Percentiles ComputePercentiles(std::vector<double> values) {
   return p;
 }
 
-ReplaySummary Summarize(std::span<const RequestRecord> records, double window_start_s, double window_end_s, int gpus) {
+ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double window_start_s, double window_end_s, int gpus) {
   ReplaySummary s;
   s.gpus = gpus;
   s.window_start_s = window_start_s;
   s.window_s = std::max(0.0, window_end_s - window_start_s);
   std::vector<double> ttft, gate, prefill, gen, stage, wait, restore_real, handoff, handoff_real;
-  for (const RequestRecord& r : records) {
+  for (const engine::RequestRecord& r : records) {
     if (!r.counted) {
       ++s.uncounted_requests;
       continue;
@@ -64,7 +64,7 @@ ReplaySummary Summarize(std::span<const RequestRecord> records, double window_st
     s.restore_fallback_tokens += r.restore_fallback_tokens;
   }
   // Verification covers every request that moved KV, counted or not, in the window or not.
-  for (const RequestRecord& r : records) s.verification_errors += r.verification_errors;
+  for (const engine::RequestRecord& r : records) s.verification_errors += r.verification_errors;
   if (s.window_s > 0) {
     s.throughput_tok_s = double(s.prompt_tokens + s.generated_tokens) / s.window_s;
     s.throughput_tok_s_per_gpu = gpus > 0 ? s.throughput_tok_s / gpus : 0;

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "replay/deployment.h"
-#include "replay/request_record.h"
+#include "engine/deployment.h"
+#include "engine/request_record.h"
 
 namespace kvpool::replay {
 
@@ -33,7 +33,7 @@ struct ReplaySummary {
   int sessions = 0;  // concurrent session lanes; 0: an open-loop replay by timestamp
   int gpus = 0;
   std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"
-  std::string handoff;             // the KvHandoff's name
+  std::string handoff;             // the engine::KvHandoff's name
   double speedup = 0;
   double window_start_s = 0, window_s = 0;  // emulated
   double wall_s = 0;                        // real time the run took
@@ -65,11 +65,11 @@ struct ReplaySummary {
   uint64_t restore_bytes = 0, save_bytes = 0, handoff_bytes = 0;
   uint64_t restore_fallback_tokens = 0;
   uint64_t verification_errors = 0;
-  DeploymentCounters deployment;
+  engine::DeploymentCounters deployment;
 };
 
 // Summarizes `records` over the window [window_start_s, window_end_s].
-ReplaySummary Summarize(std::span<const RequestRecord> records, double window_start_s, double window_end_s,
+ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double window_start_s, double window_end_s,
                         int gpus);
 
 nlohmann::json SummaryToJson(const ReplaySummary& s);

@@ -5,9 +5,9 @@
 namespace kvpool::replay {
 namespace {
 
-RequestRecord Done(double arrival, double first, double finish, uint64_t in, uint64_t out, uint64_t gpu,
+engine::RequestRecord Done(double arrival, double first, double finish, uint64_t in, uint64_t out, uint64_t gpu,
                    uint64_t pool) {
-  RequestRecord r;
+  engine::RequestRecord r;
   r.arrival_s = arrival;
   r.admitted_s = arrival;
   r.first_token_s = first;
@@ -22,7 +22,7 @@ RequestRecord Done(double arrival, double first, double finish, uint64_t in, uin
 }
 
 TEST(ReplayMetricsTest, ThroughputCountsAllPromptAndGeneratedTokensOverWindowAndGpus) {
-  std::vector<RequestRecord> records = {
+  std::vector<engine::RequestRecord> records = {
       Done(10, 11, 20, 1000, 101, 800, 100),
       Done(12, 14, 30, 2000, 11, 1000, 900),
       Done(0, 1, 5, 5000, 10, 0, 0),     // finished before the window: left out
@@ -30,7 +30,7 @@ TEST(ReplayMetricsTest, ThroughputCountsAllPromptAndGeneratedTokensOverWindowAnd
   };
   records.push_back(records[0]);
   records.back().counted = false;  // warm-up: left out
-  RequestRecord failed = records[0];
+  engine::RequestRecord failed = records[0];
   failed.failed = true;
   failed.failure = "waited too long";
   records.push_back(failed);
@@ -62,7 +62,7 @@ TEST(ReplayMetricsTest, PercentilesPickNearestRanks) {
 }
 
 TEST(ReplayMetricsTest, JsonAndTextCarryTheHeadlineNumbers) {
-  std::vector<RequestRecord> records = {Done(10, 11, 20, 1000, 101, 800, 100)};
+  std::vector<engine::RequestRecord> records = {Done(10, 11, 20, 1000, 101, 800, 100)};
   records[0].verification_errors = 0;
   ReplaySummary s = Summarize(records, 0, 100, 8);
   s.mode = "pool";

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "replay/kv_cache_memory.h"
-#include "replay/network_kv_handoff.h"
+#include "engine/kv_cache_memory.h"
+#include "engine/network_kv_handoff.h"
 #include "replay/open_loop_driver.h"
 #include "replay/pool_connection.h"
 
@@ -15,7 +15,7 @@ namespace kvpool::replay {
 Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (options.gpus > 0) {
-    const int present = ReplayCudaDeviceCount();
+    const int present = engine::CudaDeviceCount();
     if (present < options.gpus) {
       return Unavailable(present == 0 ? "--gpu: no CUDA device (or this kvpool was built without KVPOOL_CUDA)"
                                       : fmt::format("--gpu: {} CUDA devices asked for, {} present", options.gpus,
@@ -29,13 +29,13 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   if (handoff_name == "cpu" && options.gpus > 0) {
     return InvalidArgument("the cpu handoff reads host memory; with --gpu use gpu or network");
   }
-  std::unique_ptr<KvHandoff> handoff;
+  std::unique_ptr<engine::KvHandoff> handoff;
   if (handoff_name == "network") {
-    handoff = NewNetworkKvHandoff();
+    handoff = engine::NewNetworkKvHandoff();
   } else if (handoff_name == "cpu") {
-    handoff = NewCpuKvHandoff();
+    handoff = engine::NewCpuKvHandoff();
   } else if (handoff_name == "gpu") {
-    auto gpu = NewGpuKvHandoff();
+    auto gpu = engine::NewGpuKvHandoff();
     if (!gpu.ok()) return gpu.status();
     handoff = std::move(gpu).value();
   } else {
@@ -49,8 +49,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     pool = std::move(p).value();
     spdlog::debug("replay: {}", pool->description());
   }
-  Simulation sim(options.speedup);
-  DeploymentOptions d;
+  engine::Simulation sim(options.speedup);
+  engine::DeploymentOptions d;
   d.handoff = handoff.get();
   d.geometry = options.geometry;
   d.cost = options.cost;
@@ -60,7 +60,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.run_salt = fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
                            options.replay.seed);
   d.seed = options.replay.seed;
-  auto deployment = Deployment::Create(std::move(d), &sim);
+  auto deployment = engine::Deployment::Create(std::move(d), &sim);
   if (!deployment.ok()) return deployment.status();
   std::unique_ptr<TraceDriver> driver;
   if (options.open_loop) {

@@ -8,8 +8,8 @@
 
 #include "client/pool_parts.h"
 #include "common/status.h"
-#include "replay/cost_model.h"
-#include "replay/model_geometry.h"
+#include "engine/cost_model.h"
+#include "engine/model_geometry.h"
 #include "replay/replay_driver.h"
 #include "replay/replay_metrics.h"
 #include "trace/trace.h"
@@ -26,8 +26,8 @@ struct ReplayProgress {
 };
 
 struct ReplayRunOptions {
-  ModelGeometry geometry;
-  CostModelParams cost = CostModelParams::Published();
+  engine::ModelGeometry geometry;
+  engine::CostModelParams cost = engine::CostModelParams::Published();
   ReplayOptions replay;
   // true: submit every request at its recorded time (OpenLoopDriver: Mooncake traces);
   // false: closed-loop session lanes (ReplayDriver: AgentX traces).

@@ -10,7 +10,7 @@ namespace kvpool::replay::testing {
 
 inline ReplayRunOptions TinyRun(bool use_pool) {
   ReplayRunOptions o;
-  o.geometry = GeometryPreset("tiny").value();
+  o.geometry = engine::GeometryPreset("tiny").value();
   o.replay.sessions = 3;
   o.replay.max_requests = 24;
   o.replay.duration_s = 0;

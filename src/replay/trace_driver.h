@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "replay/request_record.h"
+#include "engine/request_record.h"
 
 namespace kvpool::replay {
 
@@ -18,7 +18,7 @@ class TraceDriver {
   // deployment or the options make no sense.
   virtual Status Start() = 0;
   // Every finished request, counted or not, in completion order.
-  virtual const std::vector<RequestRecord>& records() const = 0;
+  virtual const std::vector<engine::RequestRecord>& records() const = 0;
   // The measurement window, emulated seconds.
   virtual double window_start_s() const = 0;
   virtual double window_end_s() const = 0;

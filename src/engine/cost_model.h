@@ -1,0 +1,66 @@
+// CostModel: how long emulated compute and data movement take, in emulated seconds.
+//
+// Nothing here sleeps. The replay runs in emulated (virtual) time; `--speedup` only paces
+// that time against the wall clock (simulation.h), so trace waits and compute shrink together.
+//
+// Prefill (one whole pipeline-parallel instance): an iteration of chunked prefill computes
+// slices [start, end) of several requests; its time is
+//     overhead + per_token * sum(end - start) + per_attention_pair * sum((end^2 - start^2) / 2)
+// because token p attends to p earlier tokens (causal attention: the quadratic term).
+// Decode (one instance): a step produces one token for each of `batch` sequences and reads
+// the KV of all of them:  overhead + per_sequence * batch + per_context_token * total_context.
+// Restore / handoff: reference bytes (the published model's) over a per-GPU bandwidth, so a
+// byte-scaled run still reports published-scale times.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "engine/model_geometry.h"
+
+namespace kvpool::engine {
+
+struct CostModelParams {
+  double prefill_iteration_overhead_s = 0;
+  double prefill_s_per_token = 0;
+  double prefill_s_per_attention_pair = 0;
+  double decode_step_overhead_s = 0;
+  double decode_s_per_sequence = 0;
+  double decode_s_per_context_token = 0;
+  double restore_fixed_s = 0;              // per restore: lookup, leases, first window
+  double restore_bytes_per_s_per_gpu = 0;  // pool -> one stage GPU's paged cache
+  double handoff_fixed_s = 0;
+  double handoff_bytes_per_s = 0;          // prefill -> decode, all links of one request
+
+  // Calibrated so the published 8-GPU server (geometry "published"/"scaled": one PP4
+  // prefill + one TP4/DCP4 decode instance) saturates near the published ~44K tok/s/GPU.
+  // See cost_model.cc for the reasoning behind every constant.
+  static CostModelParams Published();
+};
+
+// One request's share of a prefill iteration: it computes tokens [start, end).
+struct PrefillSlice {
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+
+class CostModel {
+ public:
+  CostModel(CostModelParams params, const ModelGeometry& geometry);
+
+  double PrefillIterationSeconds(std::span<const PrefillSlice> slices) const;
+  // REQUIRES: batch >= 1.
+  double DecodeStepSeconds(uint64_t batch, uint64_t total_context_tokens) const;
+  // Time for pipeline stage `stage` to read and unpack `tokens` restored tokens.
+  double StageRestoreSeconds(uint32_t stage, uint64_t tokens) const;
+  // Time to hand `tokens` of one request's KV (every stage) to decode.
+  double HandoffSeconds(uint64_t tokens) const;
+
+  const CostModelParams& params() const { return params_; }
+
+ private:
+  CostModelParams params_;
+  ModelGeometry geometry_;
+};
+
+}  // namespace kvpool::engine

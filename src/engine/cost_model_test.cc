@@ -1,0 +1,82 @@
+#include "engine/cost_model.h"
+
+#include <gtest/gtest.h>
+
+namespace kvpool::engine {
+namespace {
+
+CostModel Published() { return CostModel(CostModelParams::Published(), GeometryPreset("published").value()); }
+
+TEST(CostModelTest, PrefillGrowsLinearlyInNewTokensAndWithContext) {
+  const CostModel m = Published();
+  const PrefillSlice short_ctx[] = {{0, 2000}};
+  const PrefillSlice long_ctx[] = {{140'000, 142'000}};
+  const PrefillSlice twice[] = {{140'000, 144'000}};
+  EXPECT_LT(m.PrefillIterationSeconds(short_ctx), m.PrefillIterationSeconds(long_ctx));
+  EXPECT_GT(m.PrefillIterationSeconds(twice), 1.9 * m.PrefillIterationSeconds(long_ctx) - 0.02);
+}
+
+TEST(CostModelTest, TypicalTurnAndColdPromptTakePlausibleTimes) {
+  const CostModel m = Published();
+  const PrefillSlice turn[] = {{138'300, 140'000}};  // the median 1.7K new tokens
+  const double t = m.PrefillIterationSeconds(turn);
+  EXPECT_GT(t, 0.05);
+  EXPECT_LT(t, 0.4);
+  double cold = 0;  // a cold 140K prompt in 8K-token iterations
+  for (uint64_t s = 0; s < 140'000; s += 8192) {
+    const PrefillSlice it[] = {{s, std::min<uint64_t>(140'000, s + 8192)}};
+    cold += m.PrefillIterationSeconds(it);
+  }
+  EXPECT_GT(cold, 2);
+  EXPECT_LT(cold, 10);
+}
+
+TEST(CostModelTest, DecodeStepGrowsWithBatchAndContext) {
+  const CostModel m = Published();
+  EXPECT_LT(m.DecodeStepSeconds(1, 100'000), m.DecodeStepSeconds(50, 100'000));
+  EXPECT_LT(m.DecodeStepSeconds(50, 100'000), m.DecodeStepSeconds(50, 8'000'000));
+  // The published operating point: ~55 sequences, 8M tokens of KV -> 20-40 tok/s per user.
+  const double step = m.DecodeStepSeconds(55, 8'000'000);
+  EXPECT_GT(1 / step, 15);
+  EXPECT_LT(1 / step, 40);
+}
+
+TEST(CostModelTest, RestoreOfATypicalHistoryMatchesThePublishedMedian) {
+  const CostModel m = Published();
+  // 120K tokens on a 20-layer stage: the published 150-220 ms.
+  const double t = m.StageRestoreSeconds(0, 120'000);
+  EXPECT_GT(t, 0.15);
+  EXPECT_LT(t, 0.22);
+  // The 18-layer stage is faster; nothing restored costs nothing.
+  EXPECT_LT(m.StageRestoreSeconds(3, 120'000), t);
+  EXPECT_EQ(m.StageRestoreSeconds(0, 0), 0);
+}
+
+TEST(CostModelTest, ScaledGeometryKeepsPublishedTimes) {
+  const CostModel published = Published();
+  const CostModel scaled(CostModelParams::Published(), GeometryPreset("scaled").value());
+  EXPECT_DOUBLE_EQ(published.StageRestoreSeconds(1, 50'000), scaled.StageRestoreSeconds(1, 50'000));
+  EXPECT_DOUBLE_EQ(published.HandoffSeconds(50'000), scaled.HandoffSeconds(50'000));
+}
+
+TEST(ModelGeometryTest, PresetsKeepThePublishedRatios) {
+  const ModelGeometry published = GeometryPreset("published").value();
+  const ModelGeometry scaled = GeometryPreset("scaled").value();
+  EXPECT_EQ(published.bytes_per_token(), 48'672u);
+  EXPECT_EQ(published.spec.total_layers(), 78u);
+  EXPECT_EQ(published.total_gpus(), 8);
+  EXPECT_TRUE(published.Validate().ok());
+  EXPECT_TRUE(scaled.Validate().ok());
+  EXPECT_EQ(scaled.reference_bytes_per_token(), 48'672u);
+  // Same tokens everywhere, far fewer bytes.
+  EXPECT_EQ(scaled.prefill_cache_tokens, published.prefill_cache_tokens);
+  EXPECT_EQ(scaled.pool_tokens, published.pool_tokens);
+  EXPECT_LT(scaled.pool_bytes(), uint64_t{1} << 30);
+  // ~0.4 TiB of prefill GPU KV and ~1 TiB+ of pool at the published bytes.
+  EXPECT_NEAR(double(published.prefill_cache_tokens * published.bytes_per_token()) / (1ull << 40), 0.4, 0.05);
+  EXPECT_GT(double(published.pool_bytes()) / (1ull << 40), 1.0);
+  EXPECT_FALSE(GeometryPreset("huge").ok());
+}
+
+}  // namespace
+}  // namespace kvpool::engine

@@ -1,0 +1,215 @@
+#include "engine/deployment.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "engine/kv_pattern.h"
+
+namespace kvpool::engine {
+
+Deployment::Deployment(DeploymentOptions options, Simulation* sim)
+    : options_(std::move(options)), sim_(sim), router_(options_.geometry.prefill_instances(), options_.seed) {}
+
+Deployment::~Deployment() = default;
+
+Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options, Simulation* sim) {
+  KVPOOL_RETURN_IF_ERROR(options.geometry.Validate());
+  std::unique_ptr<Deployment> d(new Deployment(std::move(options), sim));
+  connector::KvModelSpec spec = d->options_.geometry.spec;
+  if (!d->options_.run_salt.empty()) spec.model_id += "/" + d->options_.run_salt;
+  auto ns = connector::KvNamespace::Create(spec);
+  if (!ns.ok()) return ns.status();
+  d->ns_.emplace(std::move(ns).value());
+  d->cost_ = std::make_unique<CostModel>(d->options_.cost, d->options_.geometry);
+  d->ctx_ = DeploymentContext{sim, &d->options_.geometry, d->cost_.get(), &*d->ns_, d->options_.pool,
+                              d->options_.devices};
+  const bool on_device = d->options_.devices.on_device();
+  if (on_device && d->options_.handoff != nullptr && std::string_view(d->options_.handoff->name()) == "cpu") {
+    return InvalidArgument("the cpu handoff reads host memory; caches on GPUs need the gpu or network handoff");
+  }
+  if (d->options_.handoff == nullptr && on_device) {
+    auto gpu = NewGpuKvHandoff();
+    if (!gpu.ok()) return gpu.status();
+    d->own_handoff_ = std::move(gpu).value();
+  } else if (d->options_.handoff == nullptr) {
+    d->own_handoff_ = NewCpuKvHandoff();
+  }
+  d->handoff_ = d->options_.handoff ? d->options_.handoff : d->own_handoff_.get();
+  Deployment* self = d.get();
+  for (int i = 0; i < d->options_.geometry.prefill_instances(); ++i) {
+    auto p = PrefillInstance::Create(i, d->ctx_);
+    if (!p.ok()) return p.status();
+    (*p)->on_prefill_done = [self](InFlightRequest* r) { self->HandOff(r); };
+    d->prefill_.push_back(std::move(p).value());
+  }
+  for (int i = 0; i < d->options_.geometry.decode_instances(); ++i) {
+    auto decode = DecodeInstance::Create(i, d->ctx_);
+    if (!decode.ok()) return decode.status();
+    d->decode_.push_back(std::move(decode).value());
+    d->decode_.back()->on_finished = [self](InFlightRequest* r) { self->Finish(r); };
+  }
+  return d;
+}
+
+void Deployment::Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done) {
+  auto owned = std::make_unique<InFlightRequest>();
+  InFlightRequest* r = owned.get();
+  r->record.request_id = next_request_id_++;
+  r->record.session_id = request.session_id;
+  r->record.counted = request.counted;
+  r->record.arrival_s = sim_->now();
+  r->record.input_tokens = request.tokens.size();
+  r->record.output_tokens = std::max<uint64_t>(1, request.output_tokens);
+  r->tokens = std::move(request.tokens);
+  r->block_keys = ChainBlockKeys(r->tokens, ns_->spec().block_tokens);
+  r->on_done = std::move(on_done);
+  in_flight_.emplace(r->record.request_id, std::move(owned));
+
+  if (r->tokens.empty()) return Fail(r, "empty prompt");
+  // The decode instance with the most uncommitted KV room.
+  int pick = 0;
+  auto committed = [&](int i) { return decode_[i]->gate().reserved() + decode_[i]->gate().waiting_tokens(); };
+  for (int i = 1; i < static_cast<int>(decode_.size()); ++i) {
+    if (committed(i) < committed(pick)) pick = i;
+  }
+  DecodeInstance* best = decode_[pick].get();
+  r->record.decode_instance = pick;
+  r->gate_tokens = best->GateTokens(r->tokens.size() + r->record.output_tokens);
+  if (r->gate_tokens > best->gate().capacity()) {
+    return Fail(r, fmt::format("{} prompt + output tokens exceed a decode instance's {} KV tokens", r->gate_tokens,
+                               best->gate().capacity()));
+  }
+  if (best->gate().Admit(r->record.request_id, r->gate_tokens)) {
+    best->NoteUtilisation();
+    StartPrefill(r);
+    return;
+  }
+  const uint64_t id = r->record.request_id;
+  sim_->After(options_.admission_timeout_s, [this, id, best] {
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;
+    std::vector<uint64_t> admitted;
+    if (best->gate().Cancel(id, &admitted)) {
+      Fail(it->second.get(), fmt::format("waited {} s at the KV admission gate", options_.admission_timeout_s));
+      AdmitWaiting(*best, admitted);
+    }
+  });
+}
+
+void Deployment::StartPrefill(InFlightRequest* r) {
+  r->gate_admitted = true;
+  r->record.admitted_s = sim_->now();
+  std::vector<double> loads;
+  for (auto& p : prefill_) loads.push_back(p->load());
+  prefill_[router_.Route(r->record.session_id, loads)]->Enqueue(r);
+}
+
+void Deployment::HandOff(InFlightRequest* r) {
+  PrefillInstance& p = *prefill_[r->record.prefill_instance];
+  DecodeInstance& d = *decode_[r->record.decode_instance];
+  const auto start = std::chrono::steady_clock::now();
+  auto blocks = d.AllocateBlocks(r->tokens.size());
+  if (!blocks.ok()) {
+    p.Release(r);
+    return Fail(r, "decode cache full despite the admission gate: " + blocks.status().ToString());
+  }
+  r->decode_blocks = std::move(blocks).value();
+  const connector::KvModelSpec& spec = ns_->spec();
+  KvHandoffRequest h;
+  h.request_id = r->record.request_id;
+  h.tokens = r->tokens.size();
+  h.stage_caches = p.stage_caches();
+  if (options_.devices.on_device()) h.stage_devices = p.stage_devices();
+  for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+    h.stage_first_layers.push_back(spec.first_layer(s));
+    h.stage_block_tables.push_back(r->prefill_blocks);
+  }
+  for (uint32_t rank = 0; rank < d.dcp_ranks(); ++rank) {
+    h.decode_caches.push_back(&d.rank_memory(rank).cache());
+    h.decode_block_tables.push_back(r->decode_blocks[rank]);
+    if (options_.devices.on_device()) h.decode_devices.push_back(d.rank_memory(rank).cuda_device());
+  }
+  h.decode_interleave = d.token_map().interleave;
+  Result<uint64_t> moved = handoff_->Transfer(h);
+  p.Release(r);
+  if (!moved.ok()) return Fail(r, "handoff: " + moved.status().ToString());
+  r->record.handoff_bytes = *moved;
+  for (uint32_t rank = 0; rank < d.dcp_ranks(); ++rank) {
+    r->record.verification_errors +=
+        CountKvMismatchesOrOne(d.rank_memory(rank), r->decode_blocks[rank], 0, r->block_keys, 0,
+                               d.token_map().CountBelow(rank, r->tokens.size()), d.rank_tokens(rank));
+  }
+  r->record.handoff_real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r->record.handoff_s = cost_->HandoffSeconds(r->tokens.size());
+  const uint64_t id = r->record.request_id;
+  sim_->After(r->record.handoff_s, [this, id] {
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;
+    InFlightRequest* q = it->second.get();
+    q->record.first_token_s = sim_->now();
+    q->generated = 1;
+    if (q->generated >= q->record.output_tokens) {  // the prefill's token was the only one
+      q->record.finish_s = sim_->now();
+      Finish(q);
+      return;
+    }
+    decode_[q->record.decode_instance]->Add(q);
+  });
+}
+
+void Deployment::Finish(InFlightRequest* r) {
+  DecodeInstance& d = *decode_[r->record.decode_instance];
+  if (!r->decode_blocks.empty()) {
+    // Only when decode never ran (a one-token output): DecodeInstance frees its own otherwise.
+    d.ReleaseBlocks(r->decode_blocks);
+    r->decode_blocks.clear();
+  }
+  const std::vector<uint64_t> admitted = d.gate().Release(r->gate_tokens);
+  auto owned = std::move(in_flight_.at(r->record.request_id));
+  in_flight_.erase(r->record.request_id);
+  if (owned->on_done) owned->on_done(owned->record);
+  AdmitWaiting(d, admitted);
+}
+
+void Deployment::Fail(InFlightRequest* r, std::string why) {
+  r->record.failed = true;
+  r->record.failure = std::move(why);
+  r->record.finish_s = sim_->now();
+  std::vector<uint64_t> admitted;
+  DecodeInstance* d = r->record.decode_instance >= 0 ? decode_[r->record.decode_instance].get() : nullptr;
+  if (d != nullptr && r->gate_admitted) {
+    if (!r->decode_blocks.empty()) d->ReleaseBlocks(r->decode_blocks);
+    admitted = d->gate().Release(r->gate_tokens);
+  }
+  auto owned = std::move(in_flight_.at(r->record.request_id));
+  in_flight_.erase(r->record.request_id);
+  if (owned->on_done) owned->on_done(owned->record);
+  if (d != nullptr) AdmitWaiting(*d, admitted);
+}
+
+void Deployment::AdmitWaiting(DecodeInstance& d, const std::vector<uint64_t>& admitted) {
+  d.NoteUtilisation();
+  for (uint64_t id : admitted) {
+    auto it = in_flight_.find(id);
+    if (it != in_flight_.end()) StartPrefill(it->second.get());
+  }
+}
+
+DeploymentCounters Deployment::counters(double from, double to) const {
+  DeploymentCounters c;
+  for (const auto& p : prefill_) {
+    c.prefix_cache_evictions += p->prefix_cache().evictions();
+    c.restore_errors += p->restore_errors();
+    c.save_failures += p->save_failures();
+    for (const auto& [name, value] : p->connector_metrics().Snapshot()) c.connector[name] += value;
+  }
+  for (const auto& d : decode_) {
+    c.peak_decode_kv_utilisation = std::max(c.peak_decode_kv_utilisation, d->peak_kv_utilisation());
+    c.mean_decode_kv_utilisation += d->MeanKvUtilisation(from, to) / decode_.size();
+  }
+  return c;
+}
+
+}  // namespace kvpool::engine

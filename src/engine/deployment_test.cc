@@ -1,0 +1,106 @@
+#include "engine/deployment.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "connector/test_pool.h"
+
+namespace kvpool::engine {
+namespace {
+
+std::vector<connector::TokenId> Prompt(size_t n, connector::TokenId first = 1) {
+  std::vector<connector::TokenId> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+ModelGeometry SmallGeometry() {
+  ModelGeometry g = GeometryPreset("tiny").value();
+  g.prefill_cache_tokens = 4096;  // holds one 3K prompt, not two
+  g.decode_kv_tokens = 8192;
+  g.pool_tokens = 64 * 1024;
+  return g;
+}
+
+class DeploymentTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Deployment> Make(bool with_pool) {
+    if (with_pool) {
+      pool_ = std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes());
+      store_ = std::make_unique<connector::PoolChunkStore>(&pool_->client());
+    }
+    DeploymentOptions o;
+    o.geometry = SmallGeometry();
+    o.pool = with_pool ? store_.get() : nullptr;
+    o.run_salt = "test";
+    auto d = Deployment::Create(o, &sim_);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return std::move(d).value();
+  }
+  RequestRecord Serve(Deployment& d, uint64_t session, std::vector<connector::TokenId> tokens, uint64_t out = 4) {
+    RequestRecord got;
+    d.Submit(DeploymentRequest{session, std::move(tokens), out, true}, [&](const RequestRecord& r) { got = r; });
+    sim_.Run();
+    return got;
+  }
+
+  Simulation sim_;
+  std::unique_ptr<connector::testing::InProcessPool> pool_;
+  std::unique_ptr<connector::PoolChunkStore> store_;
+};
+
+TEST_F(DeploymentTest, ASecondTurnReusesTheGpuCache) {
+  auto d = Make(false);
+  const RequestRecord first = Serve(*d, 1, Prompt(3000));
+  EXPECT_FALSE(first.failed) << first.failure;
+  EXPECT_EQ(first.computed_tokens, 3000u);
+  EXPECT_EQ(first.verification_errors, 0u);
+  EXPECT_GT(first.ttft_s(), 0);
+  EXPECT_GT(first.finish_s, first.first_token_s);
+  const RequestRecord second = Serve(*d, 1, Prompt(3100));
+  EXPECT_EQ(second.gpu_cached_tokens, 3000u / 16 * 16);
+  EXPECT_EQ(second.computed_tokens, 3100u - second.gpu_cached_tokens);
+  EXPECT_EQ(second.verification_errors, 0u);
+  EXPECT_LT(second.ttft_s(), first.ttft_s());
+}
+
+TEST_F(DeploymentTest, ThePoolServesWhatTheGpuCacheEvicted) {
+  auto d = Make(true);
+  EXPECT_EQ(Serve(*d, 1, Prompt(3000, 1)).computed_tokens, 3000u);
+  Serve(*d, 2, Prompt(3000, 100'000));  // evicts session 1's blocks from the GPU cache
+  const RequestRecord back = Serve(*d, 1, Prompt(3200, 1));
+  EXPECT_FALSE(back.failed) << back.failure;
+  EXPECT_EQ(back.pool_tokens + back.gpu_cached_tokens, 3000u / 256 * 256);
+  EXPECT_GT(back.pool_tokens, 0u);
+  EXPECT_EQ(back.verification_errors, 0u);
+  EXPECT_EQ(back.stage_restore_s.size(), 4u);
+  EXPECT_GT(back.restore_bytes, 0u);
+  EXPECT_GT(d->counters().prefix_cache_evictions, 0u);
+}
+
+TEST_F(DeploymentTest, FullDecodeMakesRequestsWaitNotFail) {
+  auto d = Make(false);
+  std::vector<RequestRecord> done;
+  // Each reserves ~5K of the 8K decode tokens: the second waits for the first to finish.
+  d->Submit(DeploymentRequest{1, Prompt(4000, 1), 1000, true}, [&](const RequestRecord& r) { done.push_back(r); });
+  d->Submit(DeploymentRequest{2, Prompt(4000, 50'000), 1000, true}, [&](const RequestRecord& r) { done.push_back(r); });
+  sim_.Run();
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_FALSE(done[1].failed) << done[1].failure;
+  EXPECT_GE(done[1].admitted_s, done[0].finish_s);
+  const DeploymentCounters c = d->counters(0, done[1].finish_s);
+  // 5,000 tokens over DCP4: the fullest rank holds 1,250 = 79 blocks of 16, reserved on all 4.
+  EXPECT_NEAR(c.peak_decode_kv_utilisation, 4 * 79 * 16 / 8192.0, 1e-9);
+  EXPECT_GT(c.mean_decode_kv_utilisation, 0.5);  // one request's reservation nearly all the time
+  EXPECT_LE(c.mean_decode_kv_utilisation, c.peak_decode_kv_utilisation);
+}
+
+TEST_F(DeploymentTest, TooLargeForDecodeFailsAtOnce) {
+  auto d = Make(false);
+  const RequestRecord r = Serve(*d, 1, Prompt(8000), 1000);
+  EXPECT_TRUE(r.failed);
+}
+
+}  // namespace
+}  // namespace kvpool::engine

@@ -1,0 +1,234 @@
+#include "engine/prefill_instance.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "connector/prefix_lookup.h"
+#include "engine/kv_pattern.h"
+
+namespace kvpool::engine {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Staging per stage: room for a window of several chunks per worker, at least 1 MiB.
+uint64_t StagingBytes(const connector::KvModelSpec& spec, uint32_t workers) {
+  uint64_t largest = 0;
+  for (uint32_t s = 0; s < spec.num_stages(); ++s) largest = std::max(largest, spec.stage_object_bytes(s));
+  return std::max<uint64_t>(uint64_t{1} << 20, 4 * largest * workers);
+}
+
+}  // namespace
+
+PrefillInstance::PrefillInstance(int index, const DeploymentContext& ctx)
+    : index_(index),
+      ctx_(ctx),
+      prefix_cache_(ctx.geometry->prefill_cache_tokens / ctx.geometry->spec.block_tokens) {}
+
+Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, const DeploymentContext& ctx) {
+  std::unique_ptr<PrefillInstance> p(new PrefillInstance(index, ctx));
+  const connector::KvModelSpec& spec = ctx.ns->spec();
+  std::vector<connector::StageDevice> devices;
+  for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+    auto memory = NewKvCacheMemory(connector::PagedKvLayout::ForStage(spec, s), p->prefix_cache_.num_blocks(),
+                                   ctx.devices.PrefillStage(index, s, spec.num_stages()));
+    if (!memory.ok()) return memory.status();
+    p->stages_.push_back(std::move(memory).value());
+    devices.push_back(connector::StageDevice{p->stages_.back()->cache(), p->stages_.back()->cuda_device()});
+  }
+  if (ctx.pool != nullptr) {
+    connector::RestoreOptions ro;
+    ro.staging_bytes_per_stage = StagingBytes(spec, ro.workers_per_stage);
+    auto restore = connector::RestoreEngine::Create(ctx.pool, *ctx.ns, devices, ro, &p->metrics_);
+    if (!restore.ok()) return restore.status();
+    p->restore_ = std::move(restore).value();
+    connector::SaveOptions so;
+    so.staging_bytes_per_stage = StagingBytes(spec, 1);
+    auto save = connector::SaveEngine::Create(ctx.pool, *ctx.ns, devices, so, &p->metrics_);
+    if (!save.ok()) return save.status();
+    p->save_ = std::move(save).value();
+  }
+  return p;
+}
+
+std::vector<const connector::PagedKvCache*> PrefillInstance::stage_caches() const {
+  std::vector<const connector::PagedKvCache*> out;
+  for (const auto& s : stages_) out.push_back(&s->cache());
+  return out;
+}
+
+std::vector<int> PrefillInstance::stage_devices() const {
+  std::vector<int> out;
+  for (const auto& s : stages_) out.push_back(s->cuda_device());
+  return out;
+}
+
+std::vector<std::vector<connector::BlockId>> PrefillInstance::StageTables(const InFlightRequest& r) const {
+  return std::vector<std::vector<connector::BlockId>>(stages_.size(), r.prefill_blocks);
+}
+
+void PrefillInstance::Enqueue(InFlightRequest* r) {
+  r->record.prefill_instance = index_;
+  pending_tokens_ += r->tokens.size();
+  queued_.push_back(r);
+  StartQueued();
+}
+
+void PrefillInstance::StartQueued() {
+  // Enough started work to keep the forward pass busy while the next restores run.
+  const uint64_t ahead = 4 * uint64_t{ctx_.geometry->max_batched_tokens};
+  while (!queued_.empty() && started_tokens_ < ahead && TryStart(queued_.front())) queued_.pop_front();
+}
+
+bool PrefillInstance::TryStart(InFlightRequest* r) {
+  const uint32_t block = ctx_.geometry->spec.block_tokens;
+  const uint64_t n = r->tokens.size();
+  // At least one token is always computed (it yields the first output token), so a cached
+  // prefix stops at the last full block before the final token.
+  const uint64_t prompt_cap = (n - 1) / block * block;
+  std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
+  const uint64_t total_blocks = (n + block - 1) / block;
+  auto rest = prefix_cache_.AllocateBlocks(total_blocks - prefix.size());
+  if (!rest.ok()) {
+    prefix_cache_.Release(prefix);
+    if (total_blocks > prefix_cache_.num_blocks()) {
+      spdlog::error("prefill {}: a {}-token request can never fit a {}-block cache", index_, n,
+                    prefix_cache_.num_blocks());
+    }
+    return false;
+  }
+  const uint64_t gpu_tokens = prefix.size() * block;
+  r->prefill_blocks = std::move(prefix);
+  r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
+  r->record.gpu_cached_tokens = gpu_tokens;
+  r->compute_from = gpu_tokens;
+
+  double ready_delay = 0;
+  if (ctx_.pool != nullptr) RestoreFromPool(r, prompt_cap, gpu_tokens, &ready_delay);
+  r->computed_until = r->compute_from;
+  r->record.computed_tokens = n - r->compute_from;
+  pending_tokens_ -= r->compute_from;  // only what is left to compute stays as load
+  started_tokens_ += n - r->compute_from;
+  ctx_.sim->After(ready_delay, [this, r] {
+    r->record.prefill_ready_s = ctx_.sim->now();
+    ready_.push_back(r);
+    Kick();
+  });
+  return true;
+}
+
+void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, uint64_t gpu_tokens,
+                                      double* ready_delay) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::span<const connector::TokenId> prompt(r->tokens.data(), prompt_cap);
+  auto hit = connector::FindCachedPrefix(*ctx_.pool, *ctx_.ns, prompt, gpu_tokens, &metrics_);
+  if (!hit.ok()) {
+    ++restore_errors_;
+    spdlog::warn("prefill {}: pool lookup failed, computing instead: {}", index_, hit.status().ToString());
+    return;
+  }
+  if (hit->restorable_tokens() == 0) return;
+  const uint64_t bytes_before = metrics_.restore_bytes.load();
+  if (Status s = restore_->Start(r->record.request_id, *hit, StageTables(*r)); !s.ok()) {
+    ++restore_errors_;
+    r->record.restore_fallback_tokens = hit->restorable_tokens();
+    spdlog::warn("prefill {}: restore refused, computing instead: {}", index_, s.ToString());
+    return;
+  }
+  const connector::RestoreOutcome out = restore_->Wait(r->record.request_id);
+  r->record.restore_fallback_tokens = out.planned_tokens - out.restored_tokens;
+  if (!out.status.ok()) ++restore_errors_;
+  if (out.restored_tokens > 0) {
+    const uint64_t end = gpu_tokens + out.restored_tokens;
+    const connector::KvModelSpec& spec = ctx_.ns->spec();
+    for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+      r->record.verification_errors +=
+          CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
+      r->record.stage_restore_s.push_back(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens));
+    }
+    r->record.pool_tokens = out.restored_tokens;
+    r->compute_from = end;
+    *ready_delay = *std::max_element(r->record.stage_restore_s.begin(), r->record.stage_restore_s.end());
+  }
+  r->record.restore_bytes = metrics_.restore_bytes.load() - bytes_before;
+  r->record.restore_real_s = SecondsSince(start);
+}
+
+void PrefillInstance::Kick() {
+  if (computing_ || ready_.empty()) return;
+  struct Slice {
+    InFlightRequest* r;
+    PrefillSlice span;
+  };
+  std::vector<Slice> batch;
+  std::vector<PrefillSlice> spans;
+  uint64_t budget = ctx_.geometry->max_batched_tokens;
+  for (InFlightRequest* r : ready_) {
+    if (budget == 0) break;
+    const uint64_t take = std::min<uint64_t>(budget, r->tokens.size() - r->computed_until);
+    if (take == 0) continue;
+    batch.push_back({r, {r->computed_until, r->computed_until + take}});
+    spans.push_back(batch.back().span);
+    budget -= take;
+  }
+  // The forward pass: every stage writes the KV of the tokens it computes.
+  const connector::KvModelSpec& spec = ctx_.ns->spec();
+  for (const Slice& s : batch) {
+    for (uint32_t st = 0; st < spec.num_stages(); ++st) {
+      const Status written = stages_[st]->WriteKv(s.r->prefill_blocks, spec.first_layer(st), s.r->block_keys,
+                                                  s.span.start, s.span.end);
+      if (!written.ok()) {  // the cache does not hold the KV it should: a verification error
+        spdlog::error("prefill {}: {}", index_, written.ToString());
+        ++s.r->record.verification_errors;
+      }
+    }
+  }
+  computing_ = true;
+  ctx_.sim->After(ctx_.cost->PrefillIterationSeconds(spans), [this, batch = std::move(batch)] {
+    computing_ = false;
+    std::vector<InFlightRequest*> finished;
+    for (const Slice& s : batch) {
+      s.r->computed_until = s.span.end;
+      pending_tokens_ -= s.span.end - s.span.start;
+      started_tokens_ -= s.span.end - s.span.start;
+      if (s.r->computed_until == s.r->tokens.size()) finished.push_back(s.r);
+    }
+    for (InFlightRequest* r : finished) {
+      ready_.erase(std::find(ready_.begin(), ready_.end(), r));
+      SaveToPool(r);
+      on_prefill_done(r);
+    }
+    StartQueued();
+    Kick();
+  });
+}
+
+void PrefillInstance::SaveToPool(InFlightRequest* r) {
+  if (ctx_.pool == nullptr) return;
+  const uint32_t chunk = ctx_.ns->spec().chunk_tokens;
+  if (r->tokens.size() / chunk <= r->compute_from / chunk) return;  // no new full chunk
+  const uint64_t bytes_before = metrics_.save_bytes.load();
+  // Chunks below compute_from came from the GPU cache or the pool: saved before (SaveEngine
+  // skips any that are still there anyway).
+  if (Status s = save_->Submit(r->record.request_id, r->tokens, StageTables(*r), r->compute_from / chunk); !s.ok()) {
+    ++save_failures_;
+    return;
+  }
+  const connector::SaveOutcome out = save_->Wait(r->record.request_id);
+  if (!out.status.ok()) ++save_failures_;
+  r->record.save_bytes = metrics_.save_bytes.load() - bytes_before;
+}
+
+void PrefillInstance::Release(InFlightRequest* r) {
+  const uint32_t block = ctx_.geometry->spec.block_tokens;
+  prefix_cache_.Publish(r->block_keys, r->prefill_blocks, r->tokens.size() / block);
+  prefix_cache_.Release(r->prefill_blocks);
+  r->prefill_blocks.clear();
+  StartQueued();
+}
+
+}  // namespace kvpool::engine

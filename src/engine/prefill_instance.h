@@ -1,0 +1,90 @@
+// PrefillInstance: one pipeline-parallel prefill instance — a paged KV cache per stage (host
+// memory standing in for each stage GPU, or that GPU's memory with --gpu), one GPU prefix cache
+// over them, chunked prefill
+// with a max-batched-tokens budget, and the pool connector (restore before, save after).
+//
+// A request's life here:
+//   Enqueue:  queue, holding nothing. A request *starts* only when the work started ahead of
+//             compute is below a few iterations' budget (like a scheduler that allocates at
+//             schedule time): queued requests hold no blocks, so a long queue cannot evict
+//             the prefixes the queue itself is about to need.
+//   start:    take the GPU-cached prefix and blocks for the rest; with a pool, find the
+//             prefix the pool holds beyond it (FindCachedPrefix), restore it for real
+//             (RestoreEngine) and verify every restored byte; the request is ready for
+//             compute once the emulated restore time has passed — other requests keep
+//             computing meanwhile.
+//   compute:  iterations of at most max_batched_tokens, FIFO; each writes the KV of the
+//             tokens it computes into every stage's cache (real bytes, emulated time).
+//   done:     save the new full chunks to the pool (SaveEngine), then hand the request to
+//             `on_prefill_done`; the deployment hands off its KV and calls Release.
+// Single-threaded (the event loop); the connector's engines use their own threads and are
+// waited for synchronously, so their wall time never moves emulated time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "connector/connector_metrics.h"
+#include "connector/restore_engine.h"
+#include "connector/save_engine.h"
+#include "engine/deployment_context.h"
+#include "engine/gpu_prefix_cache.h"
+#include "engine/kv_cache_memory.h"
+#include "engine/in_flight_request.h"
+
+namespace kvpool::engine {
+
+class PrefillInstance {
+ public:
+  static Result<std::unique_ptr<PrefillInstance>> Create(int index, const DeploymentContext& ctx);
+  PrefillInstance(const PrefillInstance&) = delete;
+  PrefillInstance& operator=(const PrefillInstance&) = delete;
+
+  std::function<void(InFlightRequest*)> on_prefill_done;
+
+  void Enqueue(InFlightRequest* r);
+  // Publishes the request's full blocks in the prefix cache and drops its references.
+  void Release(InFlightRequest* r);
+
+  // Tokens admitted here and not computed yet: the router's load signal.
+  double load() const { return static_cast<double>(pending_tokens_); }
+  const GpuPrefixCache& prefix_cache() const { return prefix_cache_; }
+  const connector::ConnectorMetrics& connector_metrics() const { return metrics_; }
+  std::vector<const connector::PagedKvCache*> stage_caches() const;
+  std::vector<int> stage_devices() const;  // CUDA device per stage (-1: host memory)
+  uint64_t restore_errors() const { return restore_errors_; }
+  uint64_t save_failures() const { return save_failures_; }
+
+ private:
+  PrefillInstance(int index, const DeploymentContext& ctx);
+  // Starts queued requests while little compute is lined up ahead of the forward pass.
+  void StartQueued();
+  // Takes blocks and restores; false when the cache has no room now (retried later).
+  bool TryStart(InFlightRequest* r);
+  void RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, uint64_t gpu_tokens, double* ready_delay);
+  void Kick();
+  void SaveToPool(InFlightRequest* r);
+  std::vector<std::vector<connector::BlockId>> StageTables(const InFlightRequest& r) const;
+
+  const int index_;
+  const DeploymentContext ctx_;
+  std::vector<std::unique_ptr<KvCacheMemory>> stages_;
+  GpuPrefixCache prefix_cache_;
+  connector::ConnectorMetrics metrics_;
+  std::unique_ptr<connector::RestoreEngine> restore_;
+  std::unique_ptr<connector::SaveEngine> save_;
+
+  std::deque<InFlightRequest*> queued_;  // not started: hold no blocks
+  std::deque<InFlightRequest*> ready_;  // FIFO for compute; the head may be part-computed
+  bool computing_ = false;
+  uint64_t pending_tokens_ = 0;  // compute left of every request here, started or not
+  uint64_t started_tokens_ = 0;  // compute left of started requests (restoring or ready)
+  uint64_t restore_errors_ = 0;
+  uint64_t save_failures_ = 0;
+};
+
+}  // namespace kvpool::engine
