@@ -44,7 +44,10 @@ struct ReplayFlags {
   int64_t requests = 0;
   std::string mode = "both";
   std::string geometry = "scaled";
-  int servers = 1;
+  std::string topology = "1x8";
+  std::string pool_scope = "shared";
+  std::string router;  // "": the topology's
+  double ramp_s = 0;
   double speedup = 0;
   PoolFlags pool;
   std::string handoff;  // "": gpu with --gpu, network otherwise
@@ -94,12 +97,21 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: {}\n", geometry.status().message());
     return 2;
   }
-  geometry->servers = f.servers;
   if (f.prefill_cache_tokens) geometry->prefill_cache_tokens = f.prefill_cache_tokens;
   if (f.decode_kv_tokens) geometry->decode_kv_tokens = f.decode_kv_tokens;
   if (f.decode_dcp) geometry->decode_dcp_ranks = f.decode_dcp;
   if (f.dcp_interleave) geometry->decode_dcp_interleave = f.dcp_interleave;
   if (f.pool_tokens) geometry->pool_tokens = f.pool_tokens;
+  auto topology = engine::TopologyPreset(f.topology);
+  if (!topology.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", topology.status().message());
+    return 2;
+  }
+  if (!f.router.empty()) topology->router_session_affinity = f.router == "affinity";
+  if (Status valid = topology->Validate(*geometry); !valid.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", valid.message());
+    return 2;
+  }
 
   trace::Corpus corpus;
   std::string source;
@@ -143,20 +155,40 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: {}\n", pool.status().ToString());
     return 2;
   }
-  std::vector<bool> modes;
-  if (f.mode == "pool" || f.mode == "both") modes.push_back(true);
-  if (f.mode == "no-pool" || f.mode == "both") modes.push_back(false);
+  // The arms of one load point: the pool (one per scope) and the GPU cache alone.
+  struct Arm {
+    bool use_pool;
+    std::string scope;
+  };
+  std::vector<Arm> arms;
+  if (f.mode == "pool" || f.mode == "both") {
+    if (f.pool_scope == "shared" || f.pool_scope == "both") arms.push_back({true, "shared"});
+    if (f.pool_scope == "split" || f.pool_scope == "both") arms.push_back({true, "split"});
+  }
+  if (f.mode == "no-pool" || f.mode == "both") arms.push_back({false, "shared"});
+  if (f.pool_scope != "shared" && topology->servers == 1) {
+    fmt::print(stderr, "kvpool replay: --pool-scope {} needs several servers (--topology 4x8-6p2d)\n", f.pool_scope);
+    return 2;
+  }
+  if (f.pool_scope != "shared" && pool->has_value()) {
+    fmt::print(stderr, "kvpool replay: a split pool runs on embedded pools, one per server; drop --master/--pool\n");
+    return 2;
+  }
   const bool tty = isatty(fileno(stderr));
   nlohmann::json runs = nlohmann::json::array();
   bool clean = true;
   for (int n : *sessions) {
-    for (bool use_pool : modes) {
+    for (const Arm& arm : arms) {
+      const bool use_pool = arm.use_pool;
       replay::ReplayRunOptions o;
       o.geometry = *geometry;
+      o.topology = *topology;
+      o.pool_scope = arm.scope;
       o.replay.sessions = n;
       o.replay.duration_s = f.duration_s;
       o.replay.max_requests = f.requests;
       o.replay.warmup_requests = f.warmup;
+      o.replay.ramp_s = f.ramp_s;
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
@@ -171,7 +203,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       }
       const std::string label =
           fmt::format("{}, {}", open_loop ? std::string("open loop") : fmt::format("{} sessions", n),
-                      use_pool ? "pool" : "no pool");
+                      !use_pool ? "no pool" : topology->servers > 1 ? arm.scope + " pool" : "pool");
       if (tty) o.on_progress = [&](const replay::ReplayProgress& p) { DrawProgress(label, p, f.duration_s); };
       auto summary = replay::RunReplay(corpus, o);
       if (tty) std::fprintf(stderr, "\r\033[K");
@@ -233,9 +265,19 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--geometry", f.geometry, "model geometry preset: scaled, published, tiny")
       ->check(CLI::IsMember(engine::GeometryPresetNames()))
       ->capture_default_str();
-  cmd->add_option("--servers", f.servers, "8-GPU servers (each 1 prefill + 1 decode instance) sharing one pool")
-      ->check(CLI::Range(1, 64))
+  cmd->add_option("--topology", f.topology,
+                  "servers and engines: 1x8 (one 8-GPU server: 1 prefill + 1 decode), Nx8 (N such servers), "
+                  "4x8-6p2d (the published four-server cluster: 6 prefill + 2 decode in two groups)")
       ->capture_default_str();
+  cmd->add_option("--pool-scope", f.pool_scope,
+                  "with several servers: shared (one pool over every server's memory, split by rail into parts), "
+                  "split (each server its own pool, used only by its own prefill instances) or both")
+      ->check(CLI::IsMember({"shared", "split", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--router", f.router,
+                  "how a group's router picks a prefill instance: affinity (a session sticks to its first; the "
+                  "default on one server) or p2c (power of two choices for every request; the default of 4x8-6p2d)")
+      ->check(CLI::IsMember({"affinity", "p2c"}));
   cmd->add_option("--speedup", f.speedup,
                   "emulated seconds per wall second (trace waits and compute alike); 0 = as fast as possible")
       ->check(CLI::NonNegativeNumber)
@@ -253,6 +295,10 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--json", f.json_out, "write every run's results to this JSON file");
   cmd->add_option("--warmup", f.warmup, "warm-up requests per lane after the primer (not counted)")
       ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--ramp", f.ramp_s,
+                  "spread the lanes' starts over this many emulated seconds (0: every lane at once)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
   cmd->add_option("--arrival", f.arrival,

@@ -20,6 +20,10 @@ namespace kvpool::engine {
 //    per GPU (PCIe/RDMA-limited) plus 10 ms of lookup and setup.
 //  * Handoff: gather/large-write/scatter moves a request's 48.7 KB/token over the 4 links
 //    at ~40 GB/s aggregate plus 5 ms: a 140K-token request (6.8 GB) in ~0.18 s.
+//  * Rails (four-server cluster): 400 Gb/s RoCE per NIC, one NIC per GPU: 50 GB/s each way.
+//    A single transfer never fills one (restore 8 GB/s per GPU, handoff ~10 GB/s per link);
+//    what the rails cost is sharing: every handoff between servers and every read or write
+//    of another server's pool memory queues behind the traffic already on those NICs.
 CostModelParams CostModelParams::Published() {
   CostModelParams p;
   p.prefill_iteration_overhead_s = 0.015;
@@ -32,6 +36,7 @@ CostModelParams CostModelParams::Published() {
   p.restore_bytes_per_s_per_gpu = 8e9;
   p.handoff_fixed_s = 0.005;
   p.handoff_bytes_per_s = 40e9;
+  p.rail_bytes_per_s_per_nic = 50e9;
   return p;
 }
 

@@ -31,6 +31,8 @@ struct CostModelParams {
   double restore_bytes_per_s_per_gpu = 0;  // pool -> one stage GPU's paged cache
   double handoff_fixed_s = 0;
   double handoff_bytes_per_s = 0;          // prefill -> decode, all links of one request
+  // Between servers (rail_network.h): each NIC, each direction. <= 0: unlimited.
+  double rail_bytes_per_s_per_nic = 0;
 
   // Calibrated so the published 8-GPU server (geometry "published"/"scaled": one PP4
   // prefill + one TP4/DCP4 decode instance) saturates near the published ~44K tok/s/GPU.

@@ -1,4 +1,5 @@
 #include "engine/cost_model.h"
+#include "engine/topology.h"
 
 #include <gtest/gtest.h>
 
@@ -64,7 +65,7 @@ TEST(ModelGeometryTest, PresetsKeepThePublishedRatios) {
   const ModelGeometry scaled = GeometryPreset("scaled").value();
   EXPECT_EQ(published.bytes_per_token(), 48'672u);
   EXPECT_EQ(published.spec.total_layers(), 78u);
-  EXPECT_EQ(published.total_gpus(), 8);
+  EXPECT_EQ(Topology::Uniform(1).total_gpus(published), 8);
   EXPECT_TRUE(published.Validate().ok());
   EXPECT_TRUE(scaled.Validate().ok());
   EXPECT_EQ(scaled.reference_bytes_per_token(), 48'672u);

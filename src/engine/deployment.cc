@@ -9,13 +9,24 @@
 
 namespace kvpool::engine {
 
-Deployment::Deployment(DeploymentOptions options, Simulation* sim)
-    : options_(std::move(options)), sim_(sim), router_(options_.geometry.prefill_instances(), options_.seed) {}
+Deployment::Deployment(DeploymentOptions options, Simulation* sim) : options_(std::move(options)), sim_(sim) {}
 
 Deployment::~Deployment() = default;
 
 Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options, Simulation* sim) {
   KVPOOL_RETURN_IF_ERROR(options.geometry.Validate());
+  const Topology& t = options.topology;
+  KVPOOL_RETURN_IF_ERROR(t.Validate(options.geometry));
+  if (options.pools.size() > 1 && options.pools.size() != static_cast<size_t>(t.servers)) {
+    return InvalidArgument(fmt::format("{} pools for {} servers: give one shared pool or one per server",
+                                       options.pools.size(), t.servers));
+  }
+  for (connector::ChunkStore* pool : options.pools) {
+    if (pool == nullptr) return InvalidArgument("a null pool");
+  }
+  if (options.devices.on_device() && t.servers > 1) {
+    return InvalidArgument("caches in GPU memory are emulated for one server only");
+  }
   std::unique_ptr<Deployment> d(new Deployment(std::move(options), sim));
   connector::KvModelSpec spec = d->options_.geometry.spec;
   if (!d->options_.run_salt.empty()) spec.model_id += "/" + d->options_.run_salt;
@@ -23,8 +34,22 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
   if (!ns.ok()) return ns.status();
   d->ns_.emplace(std::move(ns).value());
   d->cost_ = std::make_unique<CostModel>(d->options_.cost, d->options_.geometry);
-  d->ctx_ = DeploymentContext{sim, &d->options_.geometry, d->cost_.get(), &*d->ns_, d->options_.pool,
+  const Topology& topology = d->options_.topology;
+  d->rails_ = std::make_unique<RailNetwork>(topology.servers, topology.gpus_per_server,
+                                            d->options_.cost.rail_bytes_per_s_per_nic);
+  d->ctx_ = DeploymentContext{sim,
+                              &d->options_.geometry,
+                              d->cost_.get(),
+                              &*d->ns_,
+                              &topology,
+                              d->rails_.get(),
+                              d->options_.pools.size() == 1 && topology.servers > 1,
                               d->options_.devices};
+  d->group_prefill_.resize(topology.groups());
+  d->group_decode_.resize(topology.groups());
+  for (int g = 0; g < topology.groups(); ++g) {
+    d->routers_.emplace_back(d->options_.seed + g, topology.router_session_affinity);
+  }
   const bool on_device = d->options_.devices.on_device();
   if (on_device && d->options_.handoff != nullptr && std::string_view(d->options_.handoff->name()) == "cpu") {
     return InvalidArgument("the cpu handoff reads host memory; caches on GPUs need the gpu or network handoff");
@@ -38,13 +63,18 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
   }
   d->handoff_ = d->options_.handoff ? d->options_.handoff : d->own_handoff_.get();
   Deployment* self = d.get();
-  for (int i = 0; i < d->options_.geometry.prefill_instances(); ++i) {
-    auto p = PrefillInstance::Create(i, d->ctx_);
+  const std::vector<connector::ChunkStore*>& pools = d->options_.pools;
+  for (int i = 0; i < static_cast<int>(topology.prefill.size()); ++i) {
+    const EngineSlot& slot = topology.prefill[i];
+    connector::ChunkStore* pool = pools.empty() ? nullptr : pools.size() == 1 ? pools[0] : pools[slot.server];
+    d->group_prefill_[slot.group].push_back(i);
+    auto p = PrefillInstance::Create(i, slot, pool, d->ctx_);
     if (!p.ok()) return p.status();
     (*p)->on_prefill_done = [self](InFlightRequest* r) { self->HandOff(r); };
     d->prefill_.push_back(std::move(p).value());
   }
-  for (int i = 0; i < d->options_.geometry.decode_instances(); ++i) {
+  for (int i = 0; i < static_cast<int>(topology.decode.size()); ++i) {
+    d->group_decode_[topology.decode[i].group].push_back(i);
     auto decode = DecodeInstance::Create(i, d->ctx_);
     if (!decode.ok()) return decode.status();
     d->decode_.push_back(std::move(decode).value());
@@ -68,11 +98,11 @@ void Deployment::Submit(DeploymentRequest request, std::function<void(const Requ
   in_flight_.emplace(r->record.request_id, std::move(owned));
 
   if (r->tokens.empty()) return Fail(r, "empty prompt");
-  // The decode instance with the most uncommitted KV room.
-  int pick = 0;
-  auto committed = [&](int i) { return decode_[i]->gate().reserved() + decode_[i]->gate().waiting_tokens(); };
-  for (int i = 1; i < static_cast<int>(decode_.size()); ++i) {
-    if (committed(i) < committed(pick)) pick = i;
+  // The decode instance of the session's group with the most uncommitted KV room.
+  const std::vector<int>& decodes = group_decode_[GroupOf(r->record.session_id)];
+  int pick = decodes[0];
+  for (int i : decodes) {
+    if (Committed(i) < Committed(pick)) pick = i;
   }
   DecodeInstance* best = decode_[pick].get();
   r->record.decode_instance = pick;
@@ -98,12 +128,48 @@ void Deployment::Submit(DeploymentRequest request, std::function<void(const Requ
   });
 }
 
+uint64_t Deployment::Committed(int decode) const {
+  return decode_[decode]->gate().reserved() + decode_[decode]->gate().waiting_tokens();
+}
+
+int Deployment::GroupOf(uint64_t session_id) {
+  if (auto it = session_group_.find(session_id); it != session_group_.end()) return it->second;
+  auto room = [&](int group) {
+    uint64_t committed = 0;
+    for (int i : group_decode_[group]) committed += Committed(i);
+    return committed;
+  };
+  int best = 0;
+  for (int g = 1; g < static_cast<int>(group_decode_.size()); ++g) {
+    if (room(g) < room(best)) best = g;
+  }
+  session_group_.emplace(session_id, best);
+  return best;
+}
+
 void Deployment::StartPrefill(InFlightRequest* r) {
   r->gate_admitted = true;
   r->record.admitted_s = sim_->now();
   std::vector<double> loads;
   for (auto& p : prefill_) loads.push_back(p->load());
-  prefill_[router_.Route(r->record.session_id, loads)]->Enqueue(r);
+  const int group = options_.topology.decode[r->record.decode_instance].group;
+  prefill_[routers_[group].Route(r->record.session_id, group_prefill_[group], loads)]->Enqueue(r);
+}
+
+double Deployment::HandoffRailEnd(const InFlightRequest& r, int p, int d) {
+  const EngineSlot& from = options_.topology.prefill[p];
+  const EngineSlot& to = options_.topology.decode[d];
+  double end = sim_->now();
+  if (from.server == to.server) return end;
+  // Stage s's GPU sends its layers of every token to decode GPU s, the one on its rail (the
+  // pieces for decode's other ranks go on from there inside the decode server).
+  const ModelGeometry& g = options_.geometry;
+  for (uint32_t s = 0; s < g.reference_stage_layers.size(); ++s) {
+    const double bytes = static_cast<double>(r.tokens.size()) * g.reference_stage_bytes_per_token(s);
+    end = std::max(end, rails_->Transfer(from.server, from.first_gpu + s, to.server,
+                                         to.first_gpu + s % g.gpus_per_decode_instance, bytes, sim_->now()));
+  }
+  return end;
 }
 
 void Deployment::HandOff(InFlightRequest* r) {
@@ -143,6 +209,9 @@ void Deployment::HandOff(InFlightRequest* r) {
   }
   r->record.handoff_real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r->record.handoff_s = cost_->HandoffSeconds(r->tokens.size());
+  const double rail_end = HandoffRailEnd(*r, r->record.prefill_instance, r->record.decode_instance);
+  r->record.handoff_s =
+      std::max(r->record.handoff_s, options_.cost.handoff_fixed_s + (rail_end - sim_->now()));
   const uint64_t id = r->record.request_id;
   sim_->After(r->record.handoff_s, [this, id] {
     auto it = in_flight_.find(id);
@@ -205,6 +274,8 @@ DeploymentCounters Deployment::counters(double from, double to) const {
     c.save_failures += p->save_failures();
     for (const auto& [name, value] : p->connector_metrics().Snapshot()) c.connector[name] += value;
   }
+  c.rails = rails_->counters();
+  for (const SessionRouter& router : routers_) c.router_moves += router.moves();
   for (const auto& d : decode_) {
     c.peak_decode_kv_utilisation = std::max(c.peak_decode_kv_utilisation, d->peak_kv_utilisation());
     c.mean_decode_kv_utilisation += d->MeanKvUtilisation(from, to) / decode_.size();

@@ -1,10 +1,15 @@
-// Deployment: the emulated P/D serving system a replay drives — a router, per decode
-// instance a KV admission gate, prefill instances and decode instances, with emulated
-// compute and real KV movement (see prefill_instance.h, decode_instance.h, kv_handoff.h).
+// Deployment: the emulated P/D serving system a replay drives — on the servers of its
+// topology (topology.h), groups of prefill and decode instances with a router each, per
+// decode instance a KV admission gate, with emulated compute and real KV movement (see
+// prefill_instance.h, decode_instance.h, kv_handoff.h); traffic between servers pays the
+// rails (rail_network.h).
 //
-//   Submit -> gate (reserve prompt + output tokens on the least-committed decode instance;
-//             wait FIFO, fail only after admission_timeout_s)
-//          -> router (the session's prefill instance; new sessions by power of two choices)
+//   Submit -> group (a session's first request picks the group with the most uncommitted
+//             decode KV room; the session stays there)
+//          -> gate (reserve prompt + output tokens on the group's least-committed decode
+//             instance; wait FIFO, fail only after admission_timeout_s)
+//          -> router (the group's: the session's prefill instance; new sessions by power of
+//             two choices; sessions move off a busy instance if the topology says so)
 //          -> prefill (GPU prefix cache, pool restore, chunked compute, pool save)
 //          -> handoff (KvHandoff copies every stage's KV into decode's cache; verified)
 //          -> decode (continuous batching until the pinned output length) -> on_done(record)
@@ -31,14 +36,19 @@
 #include "engine/prefill_instance.h"
 #include "engine/session_router.h"
 #include "engine/simulation.h"
+#include "engine/topology.h"
 
 namespace kvpool::engine {
 
 struct DeploymentOptions {
   ModelGeometry geometry;
   CostModelParams cost = CostModelParams::Published();
-  // The pool (null: no pool, GPU prefix cache only). REQUIRES: outlives the deployment.
-  connector::ChunkStore* pool = nullptr;
+  Topology topology = Topology::Uniform(1);
+  // The pool. Empty: none (GPU prefix cache only). One store: every prefill instance uses it
+  // (with several servers, one shared pool whose memory every server contributes). One per
+  // server: each prefill instance uses its own server's (split pools). REQUIRES: outlive the
+  // deployment.
+  std::vector<connector::ChunkStore*> pools;
   // Salts the KV namespace so runs sharing one pool never see each other's chunks.
   std::string run_salt;
   double admission_timeout_s = 900;
@@ -64,6 +74,8 @@ struct DeploymentCounters {
   double peak_decode_kv_utilisation = 0;
   double mean_decode_kv_utilisation = 0;  // over the window given to counters()
   std::map<std::string, uint64_t> connector;  // summed ConnectorMetrics snapshots
+  RailCounters rails;          // traffic between servers (emulated)
+  uint64_t router_moves = 0;   // requests a router sent off their session's instance
 };
 
 class Deployment {
@@ -81,7 +93,7 @@ class Deployment {
   DeploymentCounters counters(double from = 0, double to = 0) const;
   const ModelGeometry& geometry() const { return options_.geometry; }
   const connector::KvNamespace& kv_namespace() const { return *ns_; }
-  bool uses_pool() const { return options_.pool != nullptr; }
+  bool uses_pool() const { return !options_.pools.empty(); }
 
  private:
   Deployment(DeploymentOptions options, Simulation* sim);
@@ -90,6 +102,12 @@ class Deployment {
   void Finish(InFlightRequest* r);
   void Fail(InFlightRequest* r, std::string why);
   void AdmitWaiting(DecodeInstance& d, const std::vector<uint64_t>& admitted);
+  // The group a session's requests go to: its first request's pick, by decode KV room.
+  int GroupOf(uint64_t session_id);
+  uint64_t Committed(int decode) const;  // KV tokens reserved and waiting at its gate
+  // When the last byte of r's handoff from prefill instance p to decode instance d arrives
+  // over the rails (now, when both are on one server).
+  double HandoffRailEnd(const InFlightRequest& r, int p, int d);
 
   DeploymentOptions options_;
   Simulation* const sim_;
@@ -98,7 +116,11 @@ class Deployment {
   DeploymentContext ctx_;
   std::unique_ptr<KvHandoff> own_handoff_;
   KvHandoff* handoff_ = nullptr;
-  SessionRouter router_;
+  std::unique_ptr<RailNetwork> rails_;
+  std::vector<SessionRouter> routers_;                // one per group
+  std::vector<std::vector<int>> group_prefill_;       // instance indices of each group
+  std::vector<std::vector<int>> group_decode_;
+  std::unordered_map<uint64_t, int> session_group_;
   std::vector<std::unique_ptr<PrefillInstance>> prefill_;
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   uint64_t next_request_id_ = 1;

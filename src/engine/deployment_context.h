@@ -7,7 +7,9 @@
 #include "engine/cost_model.h"
 #include "engine/device_placement.h"
 #include "engine/model_geometry.h"
+#include "engine/rail_network.h"
 #include "engine/simulation.h"
+#include "engine/topology.h"
 
 namespace kvpool::engine {
 
@@ -16,8 +18,13 @@ struct DeploymentContext {
   const ModelGeometry* geometry = nullptr;
   const CostModel* cost = nullptr;
   const connector::KvNamespace* ns = nullptr;  // spec with the run's salted model id
-  connector::ChunkStore* pool = nullptr;       // null: no pool (GPU prefix cache only)
-  DevicePlacement devices;                     // where the caches live (host memory by default)
+  const Topology* topology = nullptr;
+  RailNetwork* rails = nullptr;  // cross-server transfers (emulated time)
+  // true: one pool whose memory every server contributes, so a prefill instance's pool
+  // traffic mostly crosses the rails; false: no pool, or each prefill instance's pool is on
+  // its own server.
+  bool pool_spans_servers = false;
+  DevicePlacement devices;  // where the caches live (host memory by default)
 };
 
 }  // namespace kvpool::engine

@@ -32,7 +32,7 @@ class DeploymentTest : public ::testing::Test {
     }
     DeploymentOptions o;
     o.geometry = SmallGeometry();
-    o.pool = with_pool ? store_.get() : nullptr;
+    if (with_pool) o.pools = {store_.get()};
     o.run_salt = "test";
     auto d = Deployment::Create(o, &sim_);
     EXPECT_TRUE(d.ok()) << d.status().ToString();
@@ -100,6 +100,93 @@ TEST_F(DeploymentTest, TooLargeForDecodeFailsAtOnce) {
   auto d = Make(false);
   const RequestRecord r = Serve(*d, 1, Prompt(8000), 1000);
   EXPECT_TRUE(r.failed);
+}
+
+// The four-server cluster, whose routers place every request by power of two choices: sooner
+// or later a session's turn runs on another prefill instance of its group, on another
+// server. One shared pool still holds its history there; split pools (one per server) do not.
+class FourServerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Deployment> Make(bool shared) {
+    const int pools = shared ? 1 : 4;
+    for (int k = 0; k < pools; ++k) {
+      pools_.push_back(std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes(), 2));
+      stores_.push_back(std::make_unique<connector::PoolChunkStore>(&pools_.back()->client()));
+    }
+    DeploymentOptions o;
+    o.geometry = SmallGeometry();
+    o.topology = Topology::FourServer6P2D();
+    for (auto& store : stores_) o.pools.push_back(store.get());
+    o.run_salt = "four";
+    auto d = Deployment::Create(o, &sim_);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return std::move(d).value();
+  }
+  RequestRecord Serve(Deployment& d, uint64_t session, std::vector<connector::TokenId> tokens) {
+    RequestRecord got;
+    d.Submit(DeploymentRequest{session, std::move(tokens), 4, true}, [&](const RequestRecord& r) { got = r; });
+    sim_.Run();
+    return got;
+  }
+  // Turns of one session, each 100 tokens longer, until one lands on another prefill instance
+  // than the first: returns the first and that one, and adds every prompt's length to *tokens.
+  std::pair<RequestRecord, RequestRecord> ServeUntilItMoves(Deployment& d, double* tokens) {
+    const RequestRecord first = Serve(d, 1, Prompt(3000));
+    *tokens += 3000;
+    for (size_t n = 3100; n < 4000; n += 100) {
+      const RequestRecord next = Serve(d, 1, Prompt(n));
+      *tokens += static_cast<double>(n);
+      if (next.prefill_instance != first.prefill_instance) return {first, next};
+      EXPECT_GT(next.gpu_cached_tokens, 0u);  // its own instance again: the GPU cache has it
+    }
+    ADD_FAILURE() << "every turn went to the same prefill instance";
+    return {first, first};
+  }
+
+  Simulation sim_;
+  std::vector<std::unique_ptr<connector::testing::InProcessPool>> pools_;
+  std::vector<std::unique_ptr<connector::PoolChunkStore>> stores_;
+};
+
+TEST_F(FourServerTest, ASharedPoolFollowsASessionToAnotherServer) {
+  auto d = Make(/*shared=*/true);
+  double tokens = 0;
+  const auto [first, moved] = ServeUntilItMoves(*d, &tokens);
+  ASSERT_FALSE(moved.failed) << moved.failure;
+  EXPECT_NE(moved.prefill_instance, first.prefill_instance);
+  EXPECT_EQ(moved.decode_instance, first.decode_instance);  // the session keeps its group
+  EXPECT_EQ(moved.gpu_cached_tokens, 0u);
+  EXPECT_GE(moved.pool_tokens, 3000u / 256 * 256);
+  EXPECT_EQ(moved.verification_errors + first.verification_errors, 0u);
+  const DeploymentCounters c = d->counters();
+  EXPECT_EQ(c.router_moves, 1u);
+  // Handoffs (prefill never shares a server with its group's decode) and the pool's reads and
+  // writes on other servers crossed the rails.
+  EXPECT_GT(c.rails.bytes, tokens * 48'672);
+}
+
+TEST_F(FourServerTest, SplitPoolsDoNotFollowASessionToAnotherServer) {
+  auto d = Make(/*shared=*/false);
+  double tokens = 0;
+  const auto [first, moved] = ServeUntilItMoves(*d, &tokens);
+  ASSERT_FALSE(moved.failed) << moved.failure;
+  EXPECT_NE(moved.prefill_instance, first.prefill_instance);
+  EXPECT_EQ(moved.pool_tokens, 0u);  // a server it never ran on
+  EXPECT_EQ(moved.computed_tokens, moved.input_tokens);
+  // Only the handoffs crossed: each server's pool traffic stayed on it.
+  EXPECT_DOUBLE_EQ(d->counters().rails.bytes, tokens * 48'672);
+}
+
+TEST_F(FourServerTest, PoolsMustBeOneOrOnePerServer) {
+  DeploymentOptions o;
+  o.geometry = SmallGeometry();
+  o.topology = Topology::FourServer6P2D();
+  connector::testing::InProcessPool pool(5000, SmallGeometry().pool_bytes());
+  connector::PoolChunkStore store(&pool.client());
+  o.pools = {&store, &store};
+  const auto d = Deployment::Create(o, &sim_);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("one per server"), std::string::npos);
 }
 
 }  // namespace

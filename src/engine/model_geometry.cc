@@ -60,9 +60,6 @@ Status ModelGeometry::Validate() const {
     return InvalidArgument(fmt::format("geometry {}: {} reference stages for {} stages", name,
                                        reference_stage_layers.size(), spec.num_stages()));
   }
-  if (servers < 1 || prefill_instances_per_server < 1 || decode_instances_per_server < 1) {
-    return InvalidArgument(fmt::format("geometry {}: needs at least one server, prefill and decode instance", name));
-  }
   if (decode_dcp_ranks < 1 || decode_dcp_interleave < 1 || decode_dcp_ranks > 64) {
     return InvalidArgument(fmt::format("geometry {}: decode DCP needs 1-64 ranks and an interleave >= 1", name));
   }

@@ -30,10 +30,8 @@ struct ModelGeometry {
   std::vector<uint32_t> reference_stage_layers;
   uint32_t reference_bytes_per_token_per_layer = 0;
 
-  int servers = 1;
-  int prefill_instances_per_server = 1;
+  // How many instances, and on which servers: topology.h.
   int gpus_per_prefill_instance = 4;  // one per pipeline stage
-  int decode_instances_per_server = 1;
   int gpus_per_decode_instance = 4;   // TP4 + DCP4
   // Decode's context parallelism: DCP rank r of a decode instance holds token g, every layer,
   // when (g / decode_dcp_interleave) % decode_dcp_ranks == r (handoff_layouts.h). Its TP ranks
@@ -51,11 +49,6 @@ struct ModelGeometry {
   uint64_t reference_bytes_per_token() const;  // the published model's
   uint64_t reference_stage_bytes_per_token(uint32_t stage) const;
   uint64_t pool_bytes() const;  // pool_tokens at this geometry's bytes per token
-  int prefill_instances() const { return servers * prefill_instances_per_server; }
-  int decode_instances() const { return servers * decode_instances_per_server; }
-  int total_gpus() const {
-    return prefill_instances() * gpus_per_prefill_instance + decode_instances() * gpus_per_decode_instance;
-  }
 
   Status Validate() const;
 };

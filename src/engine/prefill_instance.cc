@@ -24,13 +24,18 @@ uint64_t StagingBytes(const connector::KvModelSpec& spec, uint32_t workers) {
 
 }  // namespace
 
-PrefillInstance::PrefillInstance(int index, const DeploymentContext& ctx)
+PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool,
+                                 const DeploymentContext& ctx)
     : index_(index),
+      slot_(slot),
+      pool_(pool),
       ctx_(ctx),
       prefix_cache_(ctx.geometry->prefill_cache_tokens / ctx.geometry->spec.block_tokens) {}
 
-Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, const DeploymentContext& ctx) {
-  std::unique_ptr<PrefillInstance> p(new PrefillInstance(index, ctx));
+Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, EngineSlot slot,
+                                                                 connector::ChunkStore* pool,
+                                                                 const DeploymentContext& ctx) {
+  std::unique_ptr<PrefillInstance> p(new PrefillInstance(index, slot, pool, ctx));
   const connector::KvModelSpec& spec = ctx.ns->spec();
   std::vector<connector::StageDevice> devices;
   for (uint32_t s = 0; s < spec.num_stages(); ++s) {
@@ -40,15 +45,15 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, cons
     p->stages_.push_back(std::move(memory).value());
     devices.push_back(connector::StageDevice{p->stages_.back()->cache(), p->stages_.back()->cuda_device()});
   }
-  if (ctx.pool != nullptr) {
+  if (pool != nullptr) {
     connector::RestoreOptions ro;
     ro.staging_bytes_per_stage = StagingBytes(spec, ro.workers_per_stage);
-    auto restore = connector::RestoreEngine::Create(ctx.pool, *ctx.ns, devices, ro, &p->metrics_);
+    auto restore = connector::RestoreEngine::Create(pool, *ctx.ns, devices, ro, &p->metrics_);
     if (!restore.ok()) return restore.status();
     p->restore_ = std::move(restore).value();
     connector::SaveOptions so;
     so.staging_bytes_per_stage = StagingBytes(spec, 1);
-    auto save = connector::SaveEngine::Create(ctx.pool, *ctx.ns, devices, so, &p->metrics_);
+    auto save = connector::SaveEngine::Create(pool, *ctx.ns, devices, so, &p->metrics_);
     if (!save.ok()) return save.status();
     p->save_ = std::move(save).value();
   }
@@ -108,7 +113,7 @@ bool PrefillInstance::TryStart(InFlightRequest* r) {
   r->compute_from = gpu_tokens;
 
   double ready_delay = 0;
-  if (ctx_.pool != nullptr) RestoreFromPool(r, prompt_cap, gpu_tokens, &ready_delay);
+  if (pool_ != nullptr) RestoreFromPool(r, prompt_cap, gpu_tokens, &ready_delay);
   r->computed_until = r->compute_from;
   r->record.computed_tokens = n - r->compute_from;
   pending_tokens_ -= r->compute_from;  // only what is left to compute stays as load
@@ -125,7 +130,7 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
                                       double* ready_delay) {
   const auto start = std::chrono::steady_clock::now();
   const std::span<const connector::TokenId> prompt(r->tokens.data(), prompt_cap);
-  auto hit = connector::FindCachedPrefix(*ctx_.pool, *ctx_.ns, prompt, gpu_tokens, &metrics_);
+  auto hit = connector::FindCachedPrefix(*pool_, *ctx_.ns, prompt, gpu_tokens, &metrics_);
   if (!hit.ok()) {
     ++restore_errors_;
     spdlog::warn("prefill {}: pool lookup failed, computing instead: {}", index_, hit.status().ToString());
@@ -148,7 +153,10 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
     for (uint32_t s = 0; s < spec.num_stages(); ++s) {
       r->record.verification_errors +=
           CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
-      r->record.stage_restore_s.push_back(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens));
+      // The stage reads at its own pace, and no sooner than the rails deliver its bytes.
+      const double rail_s = PoolRailEnd(s, out.restored_tokens, /*to_pool=*/false) - ctx_.sim->now();
+      r->record.stage_restore_s.push_back(std::max(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens),
+                                                   rail_s > 0 ? ctx_.cost->params().restore_fixed_s + rail_s : 0));
     }
     r->record.pool_tokens = out.restored_tokens;
     r->compute_from = end;
@@ -208,7 +216,7 @@ void PrefillInstance::Kick() {
 }
 
 void PrefillInstance::SaveToPool(InFlightRequest* r) {
-  if (ctx_.pool == nullptr) return;
+  if (pool_ == nullptr) return;
   const uint32_t chunk = ctx_.ns->spec().chunk_tokens;
   if (r->tokens.size() / chunk <= r->compute_from / chunk) return;  // no new full chunk
   const uint64_t bytes_before = metrics_.save_bytes.load();
@@ -221,6 +229,32 @@ void PrefillInstance::SaveToPool(InFlightRequest* r) {
   const connector::SaveOutcome out = save_->Wait(r->record.request_id);
   if (!out.status.ok()) ++save_failures_;
   r->record.save_bytes = metrics_.save_bytes.load() - bytes_before;
+  // Saves do not hold the request up, but their bytes take rail time from what follows.
+  const uint64_t saved_tokens = (r->tokens.size() / chunk - r->compute_from / chunk) * chunk;
+  for (uint32_t s = 0; s < ctx_.ns->spec().num_stages(); ++s) PoolRailEnd(s, saved_tokens, /*to_pool=*/true);
+}
+
+double PrefillInstance::PoolRailEnd(uint32_t stage, uint64_t tokens, bool to_pool) {
+  const double now = ctx_.sim->now();
+  if (!ctx_.pool_spans_servers || tokens == 0) return now;
+  // The pool's part for this stage has stores behind the NICs of its rail on every server
+  // (the published cluster: a storage service per NIC); objects spread evenly over them,
+  // the ones on this server reached without a rail.
+  const Topology& t = *ctx_.topology;
+  const int nic = slot_.first_gpu + static_cast<int>(stage);
+  const int rail = nic % t.rails;
+  const int nics_on_rail = (t.gpus_per_server - rail + t.rails - 1) / t.rails;
+  const double share = static_cast<double>(tokens) * ctx_.geometry->reference_stage_bytes_per_token(stage) /
+                       (static_cast<double>(t.servers) * nics_on_rail);
+  double end = now;
+  for (int server = 0; server < t.servers; ++server) {
+    if (server == slot_.server) continue;
+    for (int store_nic = rail; store_nic < t.gpus_per_server; store_nic += t.rails) {
+      end = std::max(end, to_pool ? ctx_.rails->Transfer(slot_.server, nic, server, store_nic, share, now)
+                                  : ctx_.rails->Transfer(server, store_nic, slot_.server, nic, share, now));
+    }
+  }
+  return end;
 }
 
 void PrefillInstance::Release(InFlightRequest* r) {

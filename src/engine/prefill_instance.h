@@ -40,7 +40,9 @@ namespace kvpool::engine {
 
 class PrefillInstance {
  public:
-  static Result<std::unique_ptr<PrefillInstance>> Create(int index, const DeploymentContext& ctx);
+  // `pool`: the pool this instance saves to and restores from (null: none).
+  static Result<std::unique_ptr<PrefillInstance>> Create(int index, EngineSlot slot, connector::ChunkStore* pool,
+                                                         const DeploymentContext& ctx);
   PrefillInstance(const PrefillInstance&) = delete;
   PrefillInstance& operator=(const PrefillInstance&) = delete;
 
@@ -60,7 +62,7 @@ class PrefillInstance {
   uint64_t save_failures() const { return save_failures_; }
 
  private:
-  PrefillInstance(int index, const DeploymentContext& ctx);
+  PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool, const DeploymentContext& ctx);
   // Starts queued requests while little compute is lined up ahead of the forward pass.
   void StartQueued();
   // Takes blocks and restores; false when the cache has no room now (retried later).
@@ -69,8 +71,14 @@ class PrefillInstance {
   void Kick();
   void SaveToPool(InFlightRequest* r);
   std::vector<std::vector<connector::BlockId>> StageTables(const InFlightRequest& r) const;
+  // A pool spread over every server: stage `stage`'s share of `tokens` moves between this
+  // server and each other one's stores on its rail (to_pool: a save). Returns when the last
+  // byte arrives (now, when the pool is this server's own).
+  double PoolRailEnd(uint32_t stage, uint64_t tokens, bool to_pool);
 
   const int index_;
+  const EngineSlot slot_;
+  connector::ChunkStore* const pool_;
   const DeploymentContext ctx_;
   std::vector<std::unique_ptr<KvCacheMemory>> stages_;
   GpuPrefixCache prefix_cache_;

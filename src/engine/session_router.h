@@ -1,9 +1,13 @@
-// SessionRouter: picks the prefill instance for a request.
+// SessionRouter: picks the prefill instance for a request among its group's instances.
 //
-// Session-aware: a session's requests stick to the instance that served its first one, where
-// its prefix is in the GPU cache. A new session goes to the less loaded of two instances
-// drawn at random (power of two choices: near-best balance without a global scan, and no
-// herd onto one momentarily idle instance). Deterministic for a seed. Single-threaded.
+// Two policies, both deterministic for a seed and single-threaded:
+//  * session affinity (the single-server replay's): a session's requests go to the instance
+//    that served its first one, where its prefix is in the GPU cache; a new session goes to
+//    the less loaded of two candidates drawn at random (power of two choices: near-best
+//    balance without a global scan, and no herd onto one momentarily idle instance);
+//  * power of two choices for every request (the published four-server router): a turn
+//    lands wherever load sends it, so its history is in that instance's GPU cache only as
+//    far as its last visit there went, and the pool must supply the rest.
 #pragma once
 
 #include <cstdint>
@@ -14,20 +18,22 @@ namespace kvpool::engine {
 
 class SessionRouter {
  public:
-  SessionRouter(int instances, uint64_t seed) : instances_(instances), rng_state_(seed) {}
+  SessionRouter(uint64_t seed, bool session_affinity) : rng_state_(seed), affinity_(session_affinity) {}
 
-  // `loads[i]` is instance i's current load (any unit; lower is better). REQUIRES:
-  // loads.size() == instances.
-  int Route(uint64_t session_id, std::span<const double> loads);
-  // Forgets a finished session.
-  void EndSession(uint64_t session_id) { affinity_.erase(session_id); }
-  size_t sessions() const { return affinity_.size(); }
+  // `candidates`: the instances this request may use (REQUIRES: not empty); `loads[i]` is
+  // instance i's current load (any unit; lower is better), indexed by instance.
+  int Route(uint64_t session_id, std::span<const int> candidates, std::span<const double> loads);
+  size_t sessions() const { return last_.size(); }
+  // Requests sent to another instance than their session's previous request.
+  uint64_t moves() const { return moves_; }
 
  private:
   uint64_t NextRandom();
-  const int instances_;
+  int PowerOfTwo(std::span<const int> candidates, std::span<const double> loads);
   uint64_t rng_state_;
-  std::unordered_map<uint64_t, int> affinity_;
+  const bool affinity_;
+  std::unordered_map<uint64_t, int> last_;  // session -> instance of its previous request
+  uint64_t moves_ = 0;
 };
 
 }  // namespace kvpool::engine

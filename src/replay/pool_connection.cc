@@ -11,19 +11,30 @@ PoolConnection::~PoolConnection() {
   // Clients first: the pool they talk to goes next.
   chunk_store_.reset();
   client_.reset();
-  embedded_.reset();
+  embedded_.clear();
 }
 
-Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes) {
+Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts) {
+  if (parts == 0) return InvalidArgument("an embedded pool needs at least one part");
+  constexpr uint64_t kAlign = uint64_t{2} << 20;
+  std::vector<std::unique_ptr<embedded::EmbeddedPool>> started;
+  client::PoolParts list;
   embedded::EmbeddedPoolOptions eo;
-  eo.memory_bytes = (memory_bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
-  auto pool = embedded::EmbeddedPool::Start(eo);
-  if (!pool.ok()) return pool.status();
-  const std::string address = (*pool)->address();
-  auto p = Connect(client::PoolParts::Single(address));
+  eo.memory_bytes = (memory_bytes / parts + kAlign - 1) / kAlign * kAlign;
+  for (uint32_t k = 0; k < parts; ++k) {
+    eo.part = k;
+    auto pool = embedded::EmbeddedPool::Start(eo);
+    if (!pool.ok()) return pool.status();
+    list.masters.push_back((*pool)->address());
+    started.push_back(std::move(pool).value());
+  }
+  auto p = Connect(list);
   if (!p.ok()) return p.status();
-  (*p)->embedded_ = std::move(pool).value();
-  (*p)->description_ = fmt::format("embedded pool ({}) on {}", FormatByteSize(eo.memory_bytes), address);
+  (*p)->embedded_ = std::move(started);
+  (*p)->description_ = parts == 1 ? fmt::format("embedded pool ({}) on {}", FormatByteSize(eo.memory_bytes),
+                                                list.masters[0])
+                                  : fmt::format("embedded pool of {} parts ({} each)", parts,
+                                                FormatByteSize(eo.memory_bytes));
   return p;
 }
 

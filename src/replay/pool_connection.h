@@ -1,11 +1,12 @@
-// PoolConnection: the pool a replay saves to and restores from — either embedded (an
-// embedded::EmbeddedPool: a master and one storage service in this process on loopback,
-// sized for the run) or an existing pool reached through its masters (one per part).
+// PoolConnection: the pool a replay saves to and restores from — either embedded (one
+// embedded::EmbeddedPool per part: a master and one storage service in this process on
+// loopback, sized for the run) or an existing pool reached through its masters (one per part).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client/client.h"
 #include "common/status.h"
@@ -19,8 +20,9 @@ namespace kvpool::replay {
 
 class PoolConnection {
  public:
-  // A fresh master + storage service of `memory_bytes` (4K pages, no huge pages needed).
-  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes);
+  // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
+  // huge pages needed).
+  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1);
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool);
   ~PoolConnection();
   PoolConnection(const PoolConnection&) = delete;
@@ -31,7 +33,7 @@ class PoolConnection {
 
  private:
   PoolConnection() = default;
-  std::unique_ptr<embedded::EmbeddedPool> embedded_;
+  std::vector<std::unique_ptr<embedded::EmbeddedPool>> embedded_;
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<connector::PoolChunkStore> chunk_store_;
   std::string description_;

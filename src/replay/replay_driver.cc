@@ -62,7 +62,14 @@ Status ReplayDriver::Start() {
   if (options_.max_requests == 0 && options_.duration_s <= 0) {
     return InvalidArgument("replay: give a duration or a request limit");
   }
-  for (auto& lane : lanes_) StartTree(*lane, true);
+  for (auto& lane : lanes_) {
+    const double start = options_.ramp_s * lane->index / options_.sessions;
+    if (start > 0) {
+      sim_->After(start, [this, l = lane.get()] { StartTree(*l, true); });
+    } else {
+      StartTree(*lane, true);
+    }
+  }
   if (options_.duration_s > 0) {
     // A bound even if some lane never finishes its warm-up (a very long primer).
     sim_->At(sim_->now() + 2 * options_.duration_s + 3600, [this] { StopAt(sim_->now()); });

@@ -1,6 +1,6 @@
 // ReplayDriver: replays agent session trees against a Deployment (agentx-format.md).
 //
-// Lanes: `sessions` concurrent session trees. A lane's first tree starts at a random main
+// Lanes: `sessions` concurrent session trees, started together or spread over `ramp_s`. A lane's first tree starts at a random main
 // turn k (25-75% of its turns): it sends turn k-1 as a primer (the full prefix, so the
 // caches see the session as a live one would) and `warmup_requests` further main turns, none
 // of which count in the metrics (nor do subagents they spawn). When a tree finishes, the
@@ -38,6 +38,9 @@ struct ReplayOptions {
   double duration_s = 600;   // emulated seconds measured after warm-up; 0 = no limit
   int64_t max_requests = 0;  // counted requests to finish; 0 = no limit
   int warmup_requests = 2;
+  // Lane i starts at i * ramp_s / sessions (0: every lane at once, the published warm-up
+  // that primes every session together).
+  double ramp_s = 0;
   double idle_cap_s = 300;
   uint64_t seed = 1;
   // Open loop only: the trace's request rate is multiplied by this (timestamps divided by it).

@@ -92,7 +92,10 @@ nlohmann::json PercentilesJson(const Percentiles& p) {
 nlohmann::json SummaryToJson(const ReplaySummary& s) {
   nlohmann::json j;
   j["mode"] = s.mode;
+  j["pool_scope"] = s.pool_scope;
   j["geometry"] = s.geometry;
+  j["topology"] = s.topology;
+  j["servers"] = s.servers;
   j["sessions"] = s.sessions;
   j["gpus"] = s.gpus;
   j["kv_memory"] = s.kv_memory;
@@ -137,15 +140,20 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"save_failures", s.deployment.save_failures},
                      {"peak_decode_kv_utilisation", s.deployment.peak_decode_kv_utilisation},
                      {"mean_decode_kv_utilisation", s.deployment.mean_decode_kv_utilisation},
-                     {"connector", s.deployment.connector}};
+                     {"connector", s.deployment.connector},
+                     {"router_moves", s.deployment.router_moves},
+                     {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
+                                         {"bytes", s.deployment.rails.bytes},
+                                         {"queued_s", s.deployment.rails.queued_s}}}};
   return j;
 }
 
 std::string FormatSummary(const ReplaySummary& s) {
   std::string out;
-  out += fmt::format("replay {} · {} · geometry {} · {} GPUs · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
+  out += fmt::format("replay {}{} · {} · geometry {} · {} ({} GPUs) · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
+                     s.pool_scope.empty() ? "" : " (" + s.pool_scope + ")",
                      s.sessions > 0 ? fmt::format("{} sessions", s.sessions) : std::string("open loop"), s.geometry,
-                     s.gpus, s.window_s, s.wall_s);
+                     s.topology, s.gpus, s.window_s, s.wall_s);
   out += fmt::format("  throughput      {:.0f} tok/s per GPU ({:.0f} tok/s; {} requests, {} uncounted)\n",
                      s.throughput_tok_s_per_gpu, s.throughput_tok_s, s.requests, s.uncounted_requests);
   out += fmt::format("  TTFT            p50 {:.2f} s · p90 {:.2f} s · max {:.2f} s (KV gate wait p50 {:.2f} s p90 "
@@ -171,6 +179,12 @@ std::string FormatSummary(const ReplaySummary& s) {
                      100 * s.deployment.mean_decode_kv_utilisation, 100 * s.deployment.peak_decode_kv_utilisation,
                      s.deployment.prefix_cache_evictions,
                      s.deployment.restore_errors, s.deployment.save_failures);
+  if (s.servers > 1) {
+    out += fmt::format("  between servers {:.1f} GB over the rails (published bytes, emulated) in {} transfers · "
+                       "{:.1f} s queued in all · {} router moves\n",
+                       s.deployment.rails.bytes / 1e9, s.deployment.rails.transfers, s.deployment.rails.queued_s,
+                       s.deployment.router_moves);
+  }
   out += fmt::format("  errors          verification {} · failed requests {}{} · restore fallbacks {} tokens\n",
                      s.verification_errors, s.failed_requests,
                      s.first_failure.empty() ? "" : " (" + s.first_failure + ")", s.restore_fallback_tokens);

@@ -29,7 +29,12 @@ Percentiles ComputePercentiles(std::vector<double> values);
 
 struct ReplaySummary {
   std::string mode;  // "pool" | "no-pool"
+  // With a pool on several servers: "shared" (one pool over every server's memory) or "split"
+  // (each server's own, for its own prefill instances); "" otherwise.
+  std::string pool_scope;
   std::string geometry;
+  std::string topology;  // engine::Topology's name
+  int servers = 1;
   int sessions = 0;  // concurrent session lanes; 0: an open-loop replay by timestamp
   int gpus = 0;
   std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"

@@ -41,20 +41,34 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   } else {
     return InvalidArgument(fmt::format("unknown handoff '{}' (network, cpu or gpu)", handoff_name));
   }
-  std::unique_ptr<PoolConnection> pool;
+  const engine::Topology& topology = options.topology;
+  const bool split = options.pool_scope == "split";
+  if (!split && options.pool_scope != "shared") {
+    return InvalidArgument(fmt::format("unknown pool scope '{}' (shared or split)", options.pool_scope));
+  }
+  if (split && options.pool) {
+    return InvalidArgument("a split pool needs one pool per server; it runs on embedded pools only");
+  }
+  std::vector<std::unique_ptr<PoolConnection>> pools;  // one shared, or one per server
   if (options.use_pool) {
-    auto p = options.pool ? PoolConnection::Connect(*options.pool)
-                          : PoolConnection::StartEmbedded(options.geometry.pool_bytes());
-    if (!p.ok()) return p.status();
-    pool = std::move(p).value();
-    spdlog::debug("replay: {}", pool->description());
+    // One server keeps its one-part pool; several split theirs by rail, as published.
+    const uint32_t parts = topology.servers > 1 ? static_cast<uint32_t>(topology.rails) : 1;
+    const uint64_t server_bytes = topology.pool_tokens_per_server(options.geometry) * options.geometry.bytes_per_token();
+    for (int k = 0; k < (split ? topology.servers : 1); ++k) {
+      auto p = options.pool ? PoolConnection::Connect(*options.pool)
+                            : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts);
+      if (!p.ok()) return p.status();
+      spdlog::debug("replay: {}", (*p)->description());
+      pools.push_back(std::move(p).value());
+    }
   }
   engine::Simulation sim(options.speedup);
   engine::DeploymentOptions d;
   d.handoff = handoff.get();
   d.geometry = options.geometry;
+  d.topology = topology;
   d.cost = options.cost;
-  d.pool = pool ? pool->store() : nullptr;
+  for (auto& p : pools) d.pools.push_back(p->store());
   d.devices.gpus = options.gpus;
   // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
   d.run_salt = fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
@@ -81,9 +95,12 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     options.on_progress(p);
   });
   ReplaySummary s = Summarize(driver->records(), driver->window_start_s(), driver->window_end_s(),
-                              options.geometry.total_gpus());
+                              topology.total_gpus(options.geometry));
   s.mode = options.use_pool ? "pool" : "no-pool";
+  s.pool_scope = options.use_pool && topology.servers > 1 ? options.pool_scope : "";
   s.geometry = options.geometry.name;
+  s.topology = topology.name;
+  s.servers = topology.servers;
   s.sessions = options.open_loop ? 0 : options.replay.sessions;
   s.speedup = options.speedup;
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "engine/cost_model.h"
 #include "engine/model_geometry.h"
+#include "engine/topology.h"
 #include "replay/replay_driver.h"
 #include "replay/replay_metrics.h"
 #include "trace/trace.h"
@@ -27,6 +28,11 @@ struct ReplayProgress {
 
 struct ReplayRunOptions {
   engine::ModelGeometry geometry;
+  engine::Topology topology = engine::Topology::Uniform(1);
+  // With a pool and several servers: "shared" (one pool of `topology.rails` parts over every
+  // server's memory; every prefill instance uses it) or "split" (each server its own pool of
+  // `topology.rails` parts, used only by its own prefill instances; embedded pools only).
+  std::string pool_scope = "shared";
   engine::CostModelParams cost = engine::CostModelParams::Published();
   ReplayOptions replay;
   // true: submit every request at its recorded time (OpenLoopDriver: Mooncake traces);
@@ -34,7 +40,7 @@ struct ReplayRunOptions {
   bool open_loop = false;
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
-  std::optional<client::PoolParts> pool;  // nullopt = embedded pool sized by the geometry
+  std::optional<client::PoolParts> pool;  // nullopt = embedded pool(s) sized by geometry and topology
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;
