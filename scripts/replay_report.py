@@ -3,8 +3,10 @@
 
     scripts/replay_report.py --out DIR RESULTS.json [MORE.json ...]
 
-Writes three PNGs into DIR, one line/bar group per mode ("pool", "no-pool"):
-  throughput.png     throughput per GPU (tok/s) by concurrency (sessions)
+Writes three PNGs into DIR, one line/bar group per arm ("pool", "no-pool"; on several
+servers "shared pool" and "split pool"):
+  throughput.png     throughput per GPU (tok/s) by concurrency (sessions); on several
+                     servers the system's (all GPUs)
   token_sources.png  stacked prompt-token sources (GPU cache / pool / computed) per
                      (sessions, mode), with the trace's reuse ceiling marked
   ttft.png           TTFT p50 and p90 by concurrency
@@ -20,7 +22,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-MODE_STYLE = {"pool": ("tab:blue", "shared pool"), "no-pool": ("tab:orange", "no pool (GPU cache only)")}
+MODE_STYLE = {"pool": ("tab:blue", "shared pool"), "no-pool": ("tab:orange", "no pool (GPU cache only)"),
+              "shared": ("tab:blue", "shared pool"), "split": ("tab:red", "split pools (one per server)")}
+
+
+def arm(run):
+    """A run's arm: its mode, or with several servers its pool scope ("shared" / "split")."""
+    return run.get("pool_scope") or run["mode"]
+
+
+def multi_server(runs):
+    return any(r.get("servers", 1) > 1 for r in runs)
 
 
 def load_runs(paths):
@@ -37,24 +49,26 @@ def load_runs(paths):
 def by_mode(runs):
     modes = {}
     for r in runs:
-        modes.setdefault(r["mode"], []).append(r)
+        modes.setdefault(arm(r), []).append(r)
     for rs in modes.values():
         rs.sort(key=lambda r: r["sessions"])
     return modes
 
 
 def plot_throughput(modes, out):
+    system = multi_server([r for rs in modes.values() for r in rs])
+    key = "throughput_tok_s" if system else "throughput_tok_s_per_gpu"
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for mode, rs in sorted(modes.items()):
         color, label = MODE_STYLE.get(mode, (None, mode))
         xs = [r["sessions"] for r in rs]
-        ys = [r["throughput_tok_s_per_gpu"] / 1000 for r in rs]
+        ys = [r[key] / 1000 for r in rs]
         ax.plot(xs, ys, marker="o", color=color, label=label)
         for x, y in zip(xs, ys):
             ax.annotate(f"{y:.1f}K", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     ax.set_xlabel("concurrent sessions")
-    ax.set_ylabel("throughput per GPU (K tok/s)")
-    ax.set_title("Throughput per GPU (prompt + generated tokens)")
+    ax.set_ylabel(("system throughput, all GPUs" if system else "throughput per GPU") + " (K tok/s, emulated)")
+    ax.set_title(("System throughput" if system else "Throughput per GPU") + " (prompt + generated tokens)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend()
@@ -64,8 +78,9 @@ def plot_throughput(modes, out):
 
 
 def plot_token_sources(runs, out):
-    runs = sorted(runs, key=lambda r: (r["sessions"], r["mode"] != "pool"))
-    labels = [f'{r["sessions"]}\n{r["mode"]}' for r in runs]
+    order = {"pool": 0, "shared": 0, "split": 1}
+    runs = sorted(runs, key=lambda r: (r["sessions"], order.get(arm(r), 2)))
+    labels = [f'{r["sessions"]}\n{arm(r)}' for r in runs]
     gpu = [100 * r["token_sources"]["gpu_cache_share"] for r in runs]
     pool = [100 * r["token_sources"]["pool_share"] for r in runs]
     computed = [100 * r["token_sources"]["computed_share"] for r in runs]
@@ -83,7 +98,7 @@ def plot_token_sources(runs, out):
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("share of prompt tokens (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Where prompt tokens came from (sessions / mode)")
+    ax.set_title("Where prompt tokens came from (sessions / arm; emulated)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "token_sources.png"), dpi=120)
@@ -125,9 +140,9 @@ def main():
     plot_ttft(modes, args.out)
     print(f"{'sessions':>8} {'mode':>8} {'tok/s/GPU':>10} {'TTFT p50':>9} {'p90':>7} {'GPU%':>6} {'pool%':>6} "
           f"{'comp%':>6} {'ceil%':>6} {'verify':>6} {'failed':>6}")
-    for r in sorted(runs, key=lambda r: (r["sessions"], r["mode"])):
+    for r in sorted(runs, key=lambda r: (r["sessions"], arm(r))):
         t = r["token_sources"]
-        print(f'{r["sessions"]:>8} {r["mode"]:>8} {r["throughput_tok_s_per_gpu"]:>10.0f} {r["ttft_s"]["p50"]:>9.2f} '
+        print(f'{r["sessions"]:>8} {arm(r):>8} {r["throughput_tok_s_per_gpu"]:>10.0f} {r["ttft_s"]["p50"]:>9.2f} '
               f'{r["ttft_s"]["p90"]:>7.2f} {100 * t["gpu_cache_share"]:>6.1f} {100 * t["pool_share"]:>6.1f} '
               f'{100 * t["computed_share"]:>6.1f} {100 * t["ceiling"]:>6.1f} {r["verification_errors"]:>6} '
               f'{r["failed_requests"]:>6}')

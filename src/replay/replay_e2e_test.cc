@@ -40,6 +40,44 @@ TEST(ReplayEndToEndTest, PoolServesTokensAndEveryByteVerifies) {
   std::printf("%s%s", FormatSummary(*with_pool).c_str(), FormatSummary(*without).c_str());
 }
 
+// The four-server cluster, both pool arms: real pools (one shared of 4 parts; four of 4
+// parts, one per server), every byte verified, the same seed giving the same results.
+TEST(ReplayEndToEndTest, FourServersSharedAndSplitPools) {
+  const trace::Corpus corpus = SmallCorpus();
+  auto run = [&](const std::string& scope) {
+    ReplayRunOptions o = TinyRun(true);
+    o.topology = engine::Topology::FourServer6P2D();
+    o.pool_scope = scope;
+    o.replay.sessions = 6;
+    o.replay.max_requests = 40;
+    auto s = RunReplay(corpus, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return std::move(s).value();
+  };
+  const ReplaySummary shared = run("shared"), split = run("split");
+  for (const ReplaySummary* s : {&shared, &split}) {
+    SCOPED_TRACE(s->pool_scope);
+    EXPECT_EQ(s->verification_errors, 0u);
+    EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
+    EXPECT_EQ(s->gpus, 32);
+    EXPECT_EQ(s->servers, 4);
+    EXPECT_EQ(s->topology, "4x8-6p2d");
+    EXPECT_GT(s->deployment.rails.bytes, 0);  // every handoff crosses between servers
+    EXPECT_GT(s->deployment.router_moves, 0u);
+  }
+  EXPECT_GT(shared.pool_share(), split.pool_share());
+  const ReplaySummary again = run("shared");
+  EXPECT_EQ(again.prompt_tokens, shared.prompt_tokens);
+  EXPECT_EQ(again.pool_tokens, shared.pool_tokens);
+  EXPECT_DOUBLE_EQ(again.ttft_s.p90, shared.ttft_s.p90);
+  std::printf("%s%s", FormatSummary(shared).c_str(), FormatSummary(split).c_str());
+
+  ReplayRunOptions bad = TinyRun(true);
+  bad.pool_scope = "split";
+  bad.pool = client::PoolParts::Single("127.0.0.1:1");
+  EXPECT_EQ(RunReplay(corpus, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ReplayEndToEndTest, GpuOptionsAreCheckedBeforeAnythingStarts) {
   const trace::Corpus corpus = SmallCorpus();
   ReplayRunOptions gpu_handoff_on_host = TinyRun(true);
