@@ -54,8 +54,8 @@ TEST_P(ReplayGpuPatternTest, DeviceKvEqualsTheCpuReference) {
   engine::WriteKv(host.cache(), table, 5, keys, 0, tokens);
   auto device = engine::NewKvCacheMemory(layout, num_blocks, 0);
   ASSERT_TRUE(device.ok()) << device.status().ToString();
-  ASSERT_TRUE((*device)->engine::WriteKv(table, 5, keys, 0, 130).ok());  // two calls, ranges not block-aligned
-  ASSERT_TRUE((*device)->engine::WriteKv(table, 5, keys, 130, tokens).ok());
+  ASSERT_TRUE((*device)->WriteKv(table, 5, keys, 0, 130).ok());  // two calls, ranges not block-aligned
+  ASSERT_TRUE((*device)->WriteKv(table, 5, keys, 130, tokens).ok());
 
   const uint64_t plane_bytes = layout.plane_bytes(num_blocks);
   std::vector<std::byte> copy(plane_bytes);
@@ -64,12 +64,12 @@ TEST_P(ReplayGpuPatternTest, DeviceKvEqualsTheCpuReference) {
               cudaSuccess);
     EXPECT_EQ(std::memcmp(copy.data(), host.cache().plane_bases[p], plane_bytes), 0) << "plane " << p;
   }
-  EXPECT_EQ((*device)->engine::CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 0u);
-  EXPECT_EQ((*device)->engine::CountKvMismatches(table, 6, keys, 0, tokens, {}).value(), tokens * layout.num_planes());
+  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 0u);
+  EXPECT_EQ((*device)->CountKvMismatches(table, 6, keys, 0, tokens, {}).value(), tokens * layout.num_planes());
 
   // A DCP rank's cache (rank 1 of 3, interleave 2: tokens 2-3, 8-9, ...) in its local order,
   // built from the host cache and checked on the device through the local -> global map.
-  const CacheTokens rank1{handoff::DcpTokenMap{3, 2}, 1};
+  const engine::CacheTokens rank1{handoff::DcpTokenMap{3, 2}, 1};
   const uint64_t held = rank1.map.CountBelow(1, tokens);
   engine::HostKvCache rank_host(layout, num_blocks);
   for (uint64_t j = 0; j < held; ++j) {
@@ -87,18 +87,18 @@ TEST_P(ReplayGpuPatternTest, DeviceKvEqualsTheCpuReference) {
                          cudaMemcpyHostToDevice),
               cudaSuccess);
   }
-  EXPECT_EQ((*rank_device)->engine::CountKvMismatches(table, 5, keys, 0, held, rank1).value(), 0u);
-  EXPECT_GT((*rank_device)->engine::CountKvMismatches(table, 5, keys, 0, held, {}).value(), 0u);
+  EXPECT_EQ((*rank_device)->CountKvMismatches(table, 5, keys, 0, held, rank1).value(), 0u);
+  EXPECT_GT((*rank_device)->CountKvMismatches(table, 5, keys, 0, held, {}).value(), 0u);
   // One corrupt byte in one (token, layer, plane) entry.
   std::byte* entry = host.cache().TokenAddress(table, 1, layout.planes_per_layer() - 1, 77);
   const std::byte wrong = entry[layout.plane_token_bytes() - 1] ^ std::byte{1};
   std::byte* device_entry = (*device)->cache().TokenAddress(table, 1, layout.planes_per_layer() - 1, 77);
   ASSERT_EQ(cudaMemcpy(device_entry + layout.plane_token_bytes() - 1, &wrong, 1, cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ((*device)->engine::CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 1u);
+  EXPECT_EQ((*device)->CountKvMismatches(table, 5, keys, 0, tokens, {}).value(), 1u);
   // A block id outside the cache is refused before any kernel runs.
   std::vector<connector::BlockId> bad = table;
   bad[3] = static_cast<connector::BlockId>(num_blocks);
-  EXPECT_EQ((*device)->engine::WriteKv(bad, 5, keys, 0, tokens).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*device)->WriteKv(bad, 5, keys, 0, tokens).code(), StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ReplayGpuPatternTest,
