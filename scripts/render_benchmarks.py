@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -158,6 +159,16 @@ def spliced_page(section, begin, end):
         head, rest = existing.split(begin, 1)
         return head + section + rest.split(end, 1)[1]
     return existing.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def copy_plots(plots, prefix):
+    """Copies kvpool report's PNGs from `plots` to docs/img/<prefix>-<name>.png (those present)."""
+    img = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "img")
+    os.makedirs(img, exist_ok=True)
+    for name in ("throughput", "token_sources", "ttft"):
+        src = os.path.join(plots, f"{name}.png")
+        if os.path.exists(src):
+            shutil.copyfile(src, os.path.join(img, f"{prefix}-{name}.png"))
 
 
 def write_section(section, begin, end):

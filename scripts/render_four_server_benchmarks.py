@@ -8,18 +8,14 @@ usage: render_four_server_benchmarks.py PLOTS_DIR COMMAND
 import datetime
 import json
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from render_benchmarks import machine, write_section  # noqa: E402
+from render_benchmarks import copy_plots, machine, write_section  # noqa: E402
+from render_replay_benchmarks import pct  # noqa: E402
 
 BEGIN, END = "<!-- four-server:begin -->", "<!-- four-server:end -->"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
-
-
-def pct(x):
-    return f"{100 * x:.1f}%"
 
 
 def yes(ok):
@@ -66,7 +62,7 @@ def acceptance(runs):
     return out
 
 
-def fidelity(doc):
+def fidelity(doc, four_server_runs):
     out = ["### Fidelity: is the single-server no-pool collapse real?", "",
            f"`{doc['command']}` (one 8-GPU server, GPU prefix cache only, 600 emulated s measured). *Together*: "
            "every lane primes its session at once, as the published warm-up does; *spread*: lane i starts at "
@@ -76,12 +72,10 @@ def fidelity(doc):
            "| sessions | lane starts | tok/s per GPU | TTFT p50 / p90 | KV gate wait p50 | prefill p50 | GPU cache "
            "| computed | reuse / ceiling |",
            "|---|---|---|---|---|---|---|---|---|"]
-    rows = {}
     for a in doc["arms"]:
         label = "together" if a["ramp_s"] == 0 else f'spread over {a["ramp_s"]:.0f} s'
         for r in a["runs"]:
             t = r["token_sources"]
-            rows[(r["sessions"], a["ramp_s"])] = t["reuse"]
             out.append(f'| {r["sessions"]} | {label} | {r["throughput_tok_s_per_gpu"]:,.0f} '
                        f'| {r["ttft_s"]["p50"]:.2f} / {r["ttft_s"]["p90"]:.2f} s | {r["gate_wait_s"]["p50"]:.0f} s '
                        f'| {r["prefill_s"]["p50"]:.0f} s | {pct(t["gpu_cache_share"])} '
@@ -111,7 +105,7 @@ def fidelity(doc):
                "would be a different eviction policy, not a change of emulation.")
     out.append("- The shared-vs-split comparison above does not rest on the collapse: neither arm saturates prefill "
                "(the split arm computes at most "
-               f"{pct(max(r['token_sources']['computed_share'] for r in json.load(open(os.path.join(DOCS, 'results', 'four-server.json')))['runs'] if r['pool_scope'] == 'split'))} "
+               f"{pct(max(r['token_sources']['computed_share'] for r in four_server_runs if r['pool_scope'] == 'split'))} "
                "of its prompt tokens), and both keep most of their reuse.")
     return out
 
@@ -161,14 +155,10 @@ def render(plots, command):
     fid = os.path.join(DOCS, "results", "fidelity.json")
     if os.path.exists(fid):
         with open(fid) as f:
-            out += fidelity(json.load(f)) + [""]
+            out += fidelity(json.load(f), runs) + [""]
     out.append(END)
-    os.makedirs(os.path.join(DOCS, "img"), exist_ok=True)
-    for name in ("throughput", "token_sources", "ttft"):
-        src = os.path.join(plots, f"{name}.png")
-        if os.path.exists(src):
-            shutil.copyfile(src, os.path.join(DOCS, "img", f"four-server-{name}.png"))
-    return "\n".join(out) + "\n"
+    copy_plots(plots, "four-server")
+    return "\n".join(out)
 
 
 def main():

@@ -10,10 +10,9 @@ copied to docs/img/ so the page can show them.
 import datetime
 import json
 import os
-import shutil
 import sys
 
-from render_benchmarks import machine, spliced_page
+from render_benchmarks import copy_plots, machine, spliced_page
 
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
@@ -106,11 +105,7 @@ def main():
     results, plots, command = sys.argv[1], sys.argv[2], sys.argv[3]
     with open(results) as f:
         runs = json.load(f)["runs"]
-    os.makedirs(os.path.join(DOCS, "img"), exist_ok=True)
-    for name in ("throughput", "token_sources", "ttft"):
-        src = os.path.join(plots, f"{name}.png")
-        if os.path.exists(src):
-            shutil.copyfile(src, os.path.join(DOCS, "img", f"replay-{name}.png"))
+    copy_plots(plots, "replay")
     print(spliced_page(render(runs, command), BEGIN, END), end="")
 
 

@@ -156,9 +156,9 @@ void Deployment::StartPrefill(InFlightRequest* r) {
   prefill_[routers_[group].Route(r->record.session_id, group_prefill_[group], loads)]->Enqueue(r);
 }
 
-double Deployment::HandoffRailEnd(const InFlightRequest& r, int p, int d) {
-  const EngineSlot& from = options_.topology.prefill[p];
-  const EngineSlot& to = options_.topology.decode[d];
+double Deployment::HandoffRailEnd(const InFlightRequest& r) {
+  const EngineSlot& from = options_.topology.prefill[r.record.prefill_instance];
+  const EngineSlot& to = options_.topology.decode[r.record.decode_instance];
   double end = sim_->now();
   if (from.server == to.server) return end;
   // Stage s's GPU sends its layers of every token to decode GPU s, the one on its rail (the
@@ -209,7 +209,7 @@ void Deployment::HandOff(InFlightRequest* r) {
   }
   r->record.handoff_real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r->record.handoff_s = cost_->HandoffSeconds(r->tokens.size());
-  const double rail_end = HandoffRailEnd(*r, r->record.prefill_instance, r->record.decode_instance);
+  const double rail_end = HandoffRailEnd(*r);
   r->record.handoff_s =
       std::max(r->record.handoff_s, options_.cost.handoff_fixed_s + (rail_end - sim_->now()));
   const uint64_t id = r->record.request_id;

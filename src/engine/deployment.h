@@ -8,8 +8,8 @@
 //             decode KV room; the session stays there)
 //          -> gate (reserve prompt + output tokens on the group's least-committed decode
 //             instance; wait FIFO, fail only after admission_timeout_s)
-//          -> router (the group's: the session's prefill instance; new sessions by power of
-//             two choices; sessions move off a busy instance if the topology says so)
+//          -> router (the group's: the session's prefill instance, new sessions by power of
+//             two choices; or, where the topology says so, every request by power of two)
 //          -> prefill (GPU prefix cache, pool restore, chunked compute, pool save)
 //          -> handoff (KvHandoff copies every stage's KV into decode's cache; verified)
 //          -> decode (continuous batching until the pinned output length) -> on_done(record)
@@ -105,9 +105,9 @@ class Deployment {
   // The group a session's requests go to: its first request's pick, by decode KV room.
   int GroupOf(uint64_t session_id);
   uint64_t Committed(int decode) const;  // KV tokens reserved and waiting at its gate
-  // When the last byte of r's handoff from prefill instance p to decode instance d arrives
-  // over the rails (now, when both are on one server).
-  double HandoffRailEnd(const InFlightRequest& r, int p, int d);
+  // When the last byte of r's handoff from its prefill instance to its decode instance
+  // arrives over the rails (now, when both are on one server).
+  double HandoffRailEnd(const InFlightRequest& r);
 
   DeploymentOptions options_;
   Simulation* const sim_;

@@ -99,6 +99,4 @@ Result<Topology> TopologyPreset(std::string_view name) {
       fmt::format("unknown topology '{}' (choose 1x8, Nx8 for N servers of 1 prefill + 1 decode, or 4x8-6p2d)", name));
 }
 
-std::vector<std::string> TopologyPresetNames() { return {"1x8", "4x8-6p2d"}; }
-
 }  // namespace kvpool::engine

@@ -60,6 +60,5 @@ struct Topology {
 
 // "1x8" (Uniform(1)), "4x8-6p2d"; "Nx8" for Uniform(N).
 Result<Topology> TopologyPreset(std::string_view name);
-std::vector<std::string> TopologyPresetNames();
 
 }  // namespace kvpool::engine
