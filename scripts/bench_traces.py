@@ -162,6 +162,7 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sessions", default="32,112")
     p.add_argument("--duration", type=int, default=900)
+    p.add_argument("--only", help="run only this step, e.g. replay-weka-sample.json (the others' results stay)")
     a = p.parse_args()
     kvpool = os.path.join(a.build, "src", "cli", "kvpool")
     if not os.access(kvpool, os.X_OK):
@@ -175,7 +176,11 @@ def main():
         "trace-compare.json": lambda: bench_compare(kvpool, a.sample, a.work),
         "replay-weka-sample.json": lambda: bench_replay(kvpool, a.sample, a.work, a.sessions, a.duration),
     }
+    if a.only and a.only not in steps:
+        sys.exit(f"bench_traces: --only: choose one of {', '.join(steps)}")
     for name, step in steps.items():
+        if a.only and name != a.only:
+            continue
         print(f"bench_traces: {name} ...", flush=True)
         with open(os.path.join(RESULTS, name), "w") as f:
             json.dump(dict(header, **step()), f, indent=1)

@@ -35,7 +35,7 @@ def render(runs, command):
     w("## Agent replay on the emulated 8-GPU P/D server (issue: replay)")
     w("")
     w(f"Measured {datetime.date.today()} on {machine()} with `{command}` "
-      "(`scripts/bench-replay.sh`; raw results in `docs/results/replay-synthetic.json`). Compute is emulated by the cost model (`src/replay/cost_model.cc`, "
+      "(`scripts/bench-replay.sh`; raw results in `docs/results/replay-synthetic.json`). Compute is emulated by the cost model (`src/engine/cost_model.cc`, "
       "calibrated to the published server), so throughput and TTFT are in emulated time and do not "
       "depend on this machine's load; KV movement is real: every restore goes through the pool "
       "(embedded master + storage service), every handoff through the handoff path "

@@ -2,8 +2,9 @@
 // and restores KV from the pool (src/replay/README.md).
 //   kvpool replay (--trace PATH | --synth N) [--sessions 8[,16,...]] [--duration S] [--requests N]
 //                 [--mode pool|no-pool|both] [--geometry scaled|published|tiny] [--speedup X]
-//                 [--master HOST:PORT] [--json OUT]
-// One run per (sessions, mode): modes are compared at each concurrency. Without --master each
+//                 [--topology 1x8|Nx8|4x8-6p2d] [--pool-scope shared|split|both] [--prefill pp4|tp4]
+//                 [--arrival open|closed|poisson --rate R[,R...]] [--master HOST:PORT] [--json OUT]
+// One run per (sessions, rate, arm): arms (pool scopes, no pool) are compared at each load. Without --master each
 // pool run starts its own embedded pool (master + storage service in this process, sized by
 // the geometry). A progress line is drawn on stderr when it is a terminal. Invalid traces are
 // skipped with one line each on stderr (--strict: the first is fatal). Exit status: 0, 1 on
@@ -59,6 +60,11 @@ struct ReplayFlags {
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
   std::string arrival;  // "": open for Mooncake traces, closed otherwise
   double rate_scale = 1;
+  std::string rates;  // --arrival poisson: requests/s, a comma list sweeps
+  std::string prefill = "pp4";
+  uint32_t max_batched_tokens = 0;  // 0: 8,192 for pp4, 16,384 for tp4
+  double admission_wait_s = 900;
+  int64_t max_output = 0;
 };
 
 Result<std::vector<int>> ParseSessions(const std::string& text) {
@@ -75,6 +81,23 @@ Result<std::vector<int>> ParseSessions(const std::string& text) {
     }
   }
   if (out.empty()) return InvalidArgument("--sessions: give at least one number");
+  return out;
+}
+
+Result<std::vector<double>> ParseRates(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      const double r = std::stod(item, &used);
+      if (used != item.size() || !(r > 0)) throw std::invalid_argument(item);
+      out.push_back(r);
+    } catch (const std::exception&) {
+      return InvalidArgument(fmt::format("--rate: '{}' is not a positive number of requests/s", item));
+    }
+  }
+  if (out.empty()) return InvalidArgument("--rate: give at least one rate");
   return out;
 }
 
@@ -102,6 +125,8 @@ int RunReplayCommand(const ReplayFlags& f) {
   if (f.decode_dcp) geometry->decode_dcp_ranks = f.decode_dcp;
   if (f.dcp_interleave) geometry->decode_dcp_interleave = f.dcp_interleave;
   if (f.pool_tokens) geometry->pool_tokens = f.pool_tokens;
+  geometry->prefill_tensor_parallel = f.prefill == "tp4";
+  geometry->max_batched_tokens = f.max_batched_tokens ? f.max_batched_tokens : f.prefill == "tp4" ? 16'384 : 8'192;
   auto topology = engine::TopologyPreset(f.topology);
   if (!topology.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", topology.status().message());
@@ -111,6 +136,21 @@ int RunReplayCommand(const ReplayFlags& f) {
   if (Status valid = topology->Validate(*geometry); !valid.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", valid.message());
     return 2;
+  }
+
+  const bool paced = f.arrival == "poisson";
+  if (paced != !f.rates.empty()) {
+    fmt::print(stderr, "kvpool replay: --arrival poisson and --rate go together\n");
+    return 2;
+  }
+  std::vector<double> rates = {0};  // 0: not paced
+  if (paced) {
+    auto parsed = ParseRates(f.rates);
+    if (!parsed.ok()) {
+      fmt::print(stderr, "kvpool replay: {}\n", parsed.status().message());
+      return 2;
+    }
+    rates = std::move(parsed).value();
   }
 
   trace::Corpus corpus;
@@ -150,6 +190,10 @@ int RunReplayCommand(const ReplayFlags& f) {
                        "(use --rate-scale to change the load)\n");
     return 2;
   }
+  if (paced && corpus.format == trace::TraceFormat::kMooncake) {
+    fmt::print(stderr, "kvpool replay: --arrival poisson paces session lanes; a Mooncake trace has none\n");
+    return 2;
+  }
   const auto pool = ResolvePool(f.pool);
   if (!pool.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", pool.status().ToString());
@@ -177,7 +221,12 @@ int RunReplayCommand(const ReplayFlags& f) {
   const bool tty = isatty(fileno(stderr));
   nlohmann::json runs = nlohmann::json::array();
   bool clean = true;
+  // The load points: every (sessions, rate), each run in every arm.
+  std::vector<std::pair<int, double>> loads;
   for (int n : *sessions) {
+    for (double rate : rates) loads.emplace_back(n, rate);
+  }
+  for (const auto& [n, rate] : loads) {
     for (const Arm& arm : arms) {
       const bool use_pool = arm.use_pool;
       replay::ReplayRunOptions o;
@@ -195,14 +244,20 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.pool = *pool;
       o.open_loop = open_loop;
       o.replay.rate_scale = f.rate_scale;
+      o.replay.arrival_rate = rate;
+      o.replay.max_output_tokens = f.max_output;
+      o.admission_timeout_s = f.admission_wait_s;
       o.handoff = f.handoff;
       o.gpus = f.gpu ? engine::CudaDeviceCount() : 0;
       if (f.gpu && o.gpus == 0) {
         fmt::print(stderr, "kvpool replay: --gpu: no CUDA device visible (or kvpool was built without KVPOOL_CUDA)\n");
         return 1;
       }
+      const std::string load = open_loop  ? std::string("open loop")
+                               : rate > 0 ? fmt::format("{} sessions at {:g} req/s", n, rate)
+                                          : fmt::format("{} sessions", n);
       const std::string label =
-          fmt::format("{}, {}", open_loop ? std::string("open loop") : fmt::format("{} sessions", n),
+          fmt::format("{}, {}", load,
                       !use_pool ? "no pool" : topology->servers > 1 ? arm.scope + " pool" : "pool");
       if (tty) o.on_progress = [&](const replay::ReplayProgress& p) { DrawProgress(label, p, f.duration_s); };
       auto summary = replay::RunReplay(corpus, o);
@@ -303,8 +358,26 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
   cmd->add_option("--arrival", f.arrival,
                   "open: every request at its recorded time (the default for Mooncake traces); closed: session "
-                  "lanes, each turn after the previous answer (the default for AgentX traces)")
-      ->check(CLI::IsMember({"open", "closed"}));
+                  "lanes, each turn after the previous answer (the default for AgentX traces); poisson: session "
+                  "lanes whose main turns are paced by Poisson arrivals at --rate")
+      ->check(CLI::IsMember({"open", "closed", "poisson"}));
+  cmd->add_option("--rate", f.rates,
+                  "--arrival poisson: requests/s over all lanes; a comma list runs a sweep (e.g. 0.6,0.8,1.0)");
+  cmd->add_option("--prefill", f.prefill,
+                  "prefill engine: pp4 (4 pipeline stages; a request's chunks go through them one after another) "
+                  "or tp4 (4 GPUs tensor-parallel, no pipeline)")
+      ->check(CLI::IsMember({"pp4", "tp4"}))
+      ->capture_default_str();
+  cmd->add_option("--max-batched-tokens", f.max_batched_tokens,
+                  "chunked-prefill budget per micro-batch (default 8,192 with pp4, 16,384 with tp4)")
+      ->check(CLI::Range(16, 1 << 20));
+  cmd->add_option("--admission-wait", f.admission_wait_s,
+                  "seconds a request may wait at the KV admission gate before it fails")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-output", f.max_output, "cap recorded output lengths at this many tokens (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--rate-scale", f.rate_scale, "open loop: multiply the trace's request rate by this")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "engine/cost_model.h"
 
+#include <algorithm>
+
 namespace kvpool::engine {
 
 // Calibration (effective constants fitted to the published results, not a roofline): the
@@ -8,10 +10,17 @@ namespace kvpool::engine {
 // prompts, each computing a few thousand new tokens (the mean exceeds the 1.7K median:
 // divergences, compactions and first turns are large) — ~15K computed tok/s at long contexts
 // with headroom left for bursts.
-//  * Prefill (one PP4 instance, the pipeline kept full by chunked prefill): 12 us/token
-//    (~80K tok/s of linear work over 4 GPUs) + 1.2e-10 s per attention pair + 15 ms per
-//    iteration: ~34K tok/s at a 140K context, so the published load keeps it about half
-//    busy. A 1.7K-token turn at 140K takes ~65 ms; a cold 140K prompt ~3 s.
+//  * Prefill (one PP4 instance): 12 us/token (~80K tok/s of linear work over 4 GPUs) +
+//    1.2e-10 s per attention pair + 15 ms per micro-batch on its busiest (20-layer) stage:
+//    ~34K tok/s at a 140K context *when the pipeline is full*, so the published load keeps
+//    it about half busy. The pipeline fills only with several requests: a request's chunks
+//    go through the stages one after another (vLLM's batch queue under PP never puts one
+//    request in two in-flight micro-batches; its issue 41682 measures PP4 chunked prefill of
+//    one long sequence no faster than no pipeline), so a lone long prompt computes at ~1/3.9
+//    of that, ~9K tok/s: the ~10K tok/s per instance where the published split-pool arm
+//    levels off. A 1.7K-token turn at 140K takes ~0.25 s; a cold 140K prompt ~12 s alone.
+//    TP4 (geometry prefill_tensor_parallel) spends the same on a micro-batch over all four
+//    GPUs at once (19.5 layers' work each, less its all-reduces): no bubbles, one at a time.
 //  * Decode (one TP4+DCP4 instance): 12 ms + 0.1 ms/sequence + 2e-9 s per context token:
 //    ~55 sequences of ~150K tokens (8M tokens of KV, the "91% full" point at 112 sessions)
 //    step in ~34 ms, ~30 tok/s per user; the KV gate, not step time, limits decode at load.
@@ -52,6 +61,13 @@ double CostModel::PrefillIterationSeconds(std::span<const PrefillSlice> slices) 
   }
   return params_.prefill_iteration_overhead_s + params_.prefill_s_per_token * tokens +
          params_.prefill_s_per_attention_pair * pairs;
+}
+
+double CostModel::PrefillStageSeconds(uint32_t stage, std::span<const PrefillSlice> slices) const {
+  if (geometry_.prefill_tensor_parallel) return PrefillIterationSeconds(slices);  // one stage: all GPUs
+  const std::vector<uint32_t>& layers = geometry_.reference_stage_layers;
+  const uint32_t busiest = *std::max_element(layers.begin(), layers.end());
+  return PrefillIterationSeconds(slices) * layers.at(stage) / busiest;
 }
 
 double CostModel::DecodeStepSeconds(uint64_t batch, uint64_t total_context_tokens) const {

@@ -3,10 +3,12 @@
 // Nothing here sleeps. The replay runs in emulated (virtual) time; `--speedup` only paces
 // that time against the wall clock (simulation.h), so trace waits and compute shrink together.
 //
-// Prefill (one whole pipeline-parallel instance): an iteration of chunked prefill computes
-// slices [start, end) of several requests; its time is
+// Prefill (one pipeline-parallel instance): a micro-batch of chunked prefill computes slices
+// [start, end) of several requests; the busiest stage spends
 //     overhead + per_token * sum(end - start) + per_attention_pair * sum((end^2 - start^2) / 2)
-// because token p attends to p earlier tokens (causal attention: the quadratic term).
+// on it (causal attention: token p attends to p earlier tokens, the quadratic term), the
+// other stages that times their share of its layers. A full pipeline finishes one micro-batch
+// per busiest-stage time; a lone micro-batch takes the sum over the stages.
 // Decode (one instance): a step produces one token for each of `batch` sequences and reads
 // the KV of all of them:  overhead + per_sequence * batch + per_context_token * total_context.
 // Restore / handoff: reference bytes (the published model's) over a per-GPU bandwidth, so a
@@ -50,7 +52,11 @@ class CostModel {
  public:
   CostModel(CostModelParams params, const ModelGeometry& geometry);
 
+  // The busiest stage's time for one micro-batch: the pipeline's throughput when full.
   double PrefillIterationSeconds(std::span<const PrefillSlice> slices) const;
+  // Stage `stage`'s time for the same micro-batch (the busiest stage's scaled by its layers;
+  // with tensor-parallel prefill, one stage of all the GPUs).
+  double PrefillStageSeconds(uint32_t stage, std::span<const PrefillSlice> slices) const;
   // REQUIRES: batch >= 1.
   double DecodeStepSeconds(uint64_t batch, uint64_t total_context_tokens) const;
   // Time for pipeline stage `stage` to read and unpack `tokens` restored tokens.

@@ -32,6 +32,19 @@ TEST(CostModelTest, TypicalTurnAndColdPromptTakePlausibleTimes) {
   EXPECT_LT(cold, 10);
 }
 
+TEST(CostModelTest, PipelineStagesShareTheBusiestStagesTimeByLayersAndTensorParallelIsOneStage) {
+  ModelGeometry g = GeometryPreset("published").value();  // 20/20/20/18 layers
+  const PrefillSlice chunk[] = {{100'000, 108'192}};
+  const CostModel pp(CostModelParams::Published(), g);
+  EXPECT_DOUBLE_EQ(pp.PrefillStageSeconds(0, chunk), pp.PrefillIterationSeconds(chunk));
+  EXPECT_DOUBLE_EQ(pp.PrefillStageSeconds(3, chunk), pp.PrefillIterationSeconds(chunk) * 18 / 20);
+  EXPECT_EQ(g.prefill_pipeline_depth(), 4u);
+  g.prefill_tensor_parallel = true;
+  const CostModel tp(CostModelParams::Published(), g);
+  EXPECT_EQ(g.prefill_pipeline_depth(), 1u);
+  EXPECT_DOUBLE_EQ(tp.PrefillStageSeconds(0, chunk), tp.PrefillIterationSeconds(chunk));
+}
+
 TEST(CostModelTest, DecodeStepGrowsWithBatchAndContext) {
   const CostModel m = Published();
   EXPECT_LT(m.DecodeStepSeconds(1, 100'000), m.DecodeStepSeconds(50, 100'000));

@@ -79,6 +79,46 @@ TEST_F(DeploymentTest, ThePoolServesWhatTheGpuCacheEvicted) {
   EXPECT_GT(d->counters().prefix_cache_evictions, 0u);
 }
 
+// Prefill compute time of one request: from ready (restore done) to the first token, less the handoff.
+double PrefillComputeSeconds(const RequestRecord& r) { return r.first_token_s - r.prefill_ready_s - r.handoff_s; }
+
+TEST_F(DeploymentTest, OneRequestsChunksGoThroughThePipelineOneAfterAnother) {
+  DeploymentOptions o;
+  o.geometry = SmallGeometry();
+  o.geometry.prefill_cache_tokens = 64 * 1024;
+  o.geometry.decode_kv_tokens = 128 * 1024;
+  o.run_salt = "pipeline";
+  auto d = Deployment::Create(o, &sim_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const uint64_t budget = o.geometry.max_batched_tokens;
+  const RequestRecord alone = Serve(**d, 1, Prompt(3 * budget, 1));
+  ASSERT_FALSE(alone.failed) << alone.failure;
+  // Three chunks, each through the four stages in turn: nothing overlaps.
+  const CostModel cost(o.cost, o.geometry);
+  double serial = 0;
+  for (uint64_t c = 0; c < 3; ++c) {
+    const PrefillSlice chunk[] = {{c * budget, (c + 1) * budget}};
+    for (uint32_t st = 0; st < 4; ++st) serial += cost.PrefillStageSeconds(st, chunk);
+  }
+  EXPECT_NEAR(PrefillComputeSeconds(alone), serial, 1e-9);
+
+  // Two such requests at once fill two stages at a time: together they take far less than
+  // twice as long as one.
+  std::vector<RequestRecord> got(2);
+  const double start = sim_.now();
+  for (uint64_t s = 0; s < 2; ++s) {
+    (*d)->Submit(DeploymentRequest{10 + s, Prompt(3 * budget, 1'000'000 * (s + 1)), 4, true},
+                 [&got, s](const RequestRecord& r) { got[s] = r; });
+  }
+  sim_.Run();
+  for (const RequestRecord& r : got) {
+    ASSERT_FALSE(r.failed) << r.failure;
+    EXPECT_EQ(r.computed_tokens, 3 * budget);
+  }
+  const double both = std::max(got[0].first_token_s, got[1].first_token_s) - start;
+  EXPECT_LT(both, 1.5 * (alone.first_token_s - alone.arrival_s));
+}
+
 TEST_F(DeploymentTest, FullDecodeMakesRequestsWaitNotFail) {
   auto d = Make(false);
   std::vector<RequestRecord> done;

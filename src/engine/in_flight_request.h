@@ -25,6 +25,7 @@ struct InFlightRequest {
   std::vector<connector::BlockId> prefill_blocks;
   uint64_t compute_from = 0;  // first token prefill computes (after GPU cache and pool)
   uint64_t computed_until = 0;  // progress of chunked prefill
+  bool in_micro_batch = false;  // a chunk of it is in the prefill pipeline
 
   // Decode: one block table per DCP rank, for the tokens that rank holds (empty when none held).
   std::vector<std::vector<connector::BlockId>> decode_blocks;

@@ -42,13 +42,21 @@ struct ModelGeometry {
   uint64_t prefill_cache_tokens = 0;  // GPU prefix cache of one prefill instance
   uint64_t decode_kv_tokens = 0;      // KV one decode instance holds, all DCP ranks (the gate's bound)
   uint64_t pool_tokens = 0;           // the pool's capacity, whole chunks
-  uint32_t max_batched_tokens = 8192;  // chunked-prefill budget per iteration
+  uint32_t max_batched_tokens = 8192;  // chunked-prefill budget per micro-batch
+  // Prefill's 4 GPUs as one tensor-parallel engine (TP4) instead of a PP4 pipeline: every
+  // micro-batch uses all of them, so there is no pipeline to fill. Each GPU still holds and
+  // moves its quarter of every token's KV bytes (the same 4 shards, on its own rail).
+  bool prefill_tensor_parallel = false;
   int64_t max_context_tokens = 917'504;  // traces peaking above it are skipped
 
   uint64_t bytes_per_token() const;            // spec: all stages
   uint64_t reference_bytes_per_token() const;  // the published model's
   uint64_t reference_stage_bytes_per_token(uint32_t stage) const;
   uint64_t pool_bytes() const;  // pool_tokens at this geometry's bytes per token
+  // Micro-batches prefill can have in flight: one per pipeline stage (1 with TP).
+  size_t prefill_pipeline_depth() const {
+    return prefill_tensor_parallel ? 1 : reference_stage_layers.size();
+  }
 
   Status Validate() const;
 };

@@ -30,7 +30,8 @@ PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkSto
       slot_(slot),
       pool_(pool),
       ctx_(ctx),
-      prefix_cache_(ctx.geometry->prefill_cache_tokens / ctx.geometry->spec.block_tokens) {}
+      prefix_cache_(ctx.geometry->prefill_cache_tokens / ctx.geometry->spec.block_tokens),
+      stage_free_at_(ctx.geometry->prefill_pipeline_depth(), 0.0) {}
 
 Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, EngineSlot slot,
                                                                  connector::ChunkStore* pool,
@@ -85,8 +86,13 @@ void PrefillInstance::Enqueue(InFlightRequest* r) {
 
 void PrefillInstance::StartQueued() {
   // Enough started work to keep the forward pass busy while the next restores run.
+  // One long request alone would leave the other stages idle, so the pipeline's depth in
+  // requests always starts when blocks allow.
   const uint64_t ahead = 4 * uint64_t{ctx_.geometry->max_batched_tokens};
-  while (!queued_.empty() && started_tokens_ < ahead && TryStart(queued_.front())) queued_.pop_front();
+  while (!queued_.empty() && (started_tokens_ < ahead || started_requests_ < stage_free_at_.size()) &&
+         TryStart(queued_.front())) {
+    queued_.pop_front();
+  }
 }
 
 bool PrefillInstance::TryStart(InFlightRequest* r) {
@@ -118,6 +124,7 @@ bool PrefillInstance::TryStart(InFlightRequest* r) {
   r->record.computed_tokens = n - r->compute_from;
   pending_tokens_ -= r->compute_from;  // only what is left to compute stays as load
   started_tokens_ += n - r->compute_from;
+  ++started_requests_;
   ctx_.sim->After(ready_delay, [this, r] {
     r->record.prefill_ready_s = ctx_.sim->now();
     ready_.push_back(r);
@@ -167,52 +174,71 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
 }
 
 void PrefillInstance::Kick() {
-  if (computing_ || ready_.empty()) return;
-  struct Slice {
-    InFlightRequest* r;
-    PrefillSlice span;
-  };
-  std::vector<Slice> batch;
+  if (first_stage_busy_ || micro_batches_in_flight_ == stage_free_at_.size()) return;
+  std::vector<InFlightRequest*> batch;
   std::vector<PrefillSlice> spans;
   uint64_t budget = ctx_.geometry->max_batched_tokens;
   for (InFlightRequest* r : ready_) {
     if (budget == 0) break;
+    if (r->in_micro_batch) continue;
     const uint64_t take = std::min<uint64_t>(budget, r->tokens.size() - r->computed_until);
-    if (take == 0) continue;
-    batch.push_back({r, {r->computed_until, r->computed_until + take}});
-    spans.push_back(batch.back().span);
+    batch.push_back(r);
+    spans.push_back({r->computed_until, r->computed_until + take});
     budget -= take;
   }
+  if (batch.empty()) return;
   // The forward pass: every stage writes the KV of the tokens it computes.
   const connector::KvModelSpec& spec = ctx_.ns->spec();
-  for (const Slice& s : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i]->in_micro_batch = true;
     for (uint32_t st = 0; st < spec.num_stages(); ++st) {
-      const Status written = stages_[st]->WriteKv(s.r->prefill_blocks, spec.first_layer(st), s.r->block_keys,
-                                                  s.span.start, s.span.end);
+      const Status written = stages_[st]->WriteKv(batch[i]->prefill_blocks, spec.first_layer(st),
+                                                  batch[i]->block_keys, spans[i].start, spans[i].end);
       if (!written.ok()) {  // the cache does not hold the KV it should: a verification error
         spdlog::error("prefill {}: {}", index_, written.ToString());
-        ++s.r->record.verification_errors;
+        ++batch[i]->record.verification_errors;
       }
     }
   }
-  computing_ = true;
-  ctx_.sim->After(ctx_.cost->PrefillIterationSeconds(spans), [this, batch = std::move(batch)] {
-    computing_ = false;
-    std::vector<InFlightRequest*> finished;
-    for (const Slice& s : batch) {
-      s.r->computed_until = s.span.end;
-      pending_tokens_ -= s.span.end - s.span.start;
-      started_tokens_ -= s.span.end - s.span.start;
-      if (s.r->computed_until == s.r->tokens.size()) finished.push_back(s.r);
-    }
-    for (InFlightRequest* r : finished) {
-      ready_.erase(std::find(ready_.begin(), ready_.end(), r));
-      SaveToPool(r);
-      on_prefill_done(r);
-    }
-    StartQueued();
+  // Stages take micro-batches in the order they entered, so the whole path is known now.
+  const double now = ctx_.sim->now();
+  double end = now, first_stage_end = now;
+  for (uint32_t st = 0; st < stage_free_at_.size(); ++st) {
+    end = std::max(end, stage_free_at_[st]) + ctx_.cost->PrefillStageSeconds(st, spans);
+    stage_free_at_[st] = end;
+    if (st == 0) first_stage_end = end;
+  }
+  first_stage_busy_ = true;
+  ++micro_batches_in_flight_;
+  ctx_.sim->After(first_stage_end - now, [this] {
+    first_stage_busy_ = false;
     Kick();
   });
+  ctx_.sim->After(end - now, [this, batch = std::move(batch), spans = std::move(spans)] {
+    FinishMicroBatch(batch, spans);
+  });
+}
+
+void PrefillInstance::FinishMicroBatch(const std::vector<InFlightRequest*>& batch,
+                                       const std::vector<PrefillSlice>& spans) {
+  --micro_batches_in_flight_;
+  std::vector<InFlightRequest*> finished;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    InFlightRequest* r = batch[i];
+    r->in_micro_batch = false;
+    r->computed_until = spans[i].end;
+    pending_tokens_ -= spans[i].end - spans[i].start;
+    started_tokens_ -= spans[i].end - spans[i].start;
+    if (r->computed_until == r->tokens.size()) finished.push_back(r);
+  }
+  for (InFlightRequest* r : finished) {
+    ready_.erase(std::find(ready_.begin(), ready_.end(), r));
+    --started_requests_;
+    SaveToPool(r);
+    on_prefill_done(r);
+  }
+  StartQueued();
+  Kick();
 }
 
 void PrefillInstance::SaveToPool(InFlightRequest* r) {

@@ -13,8 +13,12 @@
 //             (RestoreEngine) and verify every restored byte; the request is ready for
 //             compute once the emulated restore time has passed — other requests keep
 //             computing meanwhile.
-//   compute:  iterations of at most max_batched_tokens, FIFO; each writes the KV of the
-//             tokens it computes into every stage's cache (real bytes, emulated time).
+//   compute:  micro-batches of at most max_batched_tokens, FIFO, through the pipeline's
+//             stages one after another; a new one enters when the first stage is free, up to
+//             one per stage in flight, and a request is in at most one of them (its chunks
+//             are serialized, as vLLM's batch queue does under PP), so only several requests
+//             fill the pipeline. Each writes the KV of the tokens it computes into every
+//             stage's cache (real bytes, emulated time).
 //   done:     save the new full chunks to the pool (SaveEngine), then hand the request to
 //             `on_prefill_done`; the deployment hands off its KV and calls Release.
 // Single-threaded (the event loop); the connector's engines use their own threads and are
@@ -63,12 +67,15 @@ class PrefillInstance {
 
  private:
   PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool, const DeploymentContext& ctx);
-  // Starts queued requests while little compute is lined up ahead of the forward pass.
+  // Starts queued requests while little compute is lined up ahead of the forward pass, or
+  // fewer requests are started than the pipeline has stages.
   void StartQueued();
   // Takes blocks and restores; false when the cache has no room now (retried later).
   bool TryStart(InFlightRequest* r);
   void RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, uint64_t gpu_tokens, double* ready_delay);
+  // Sends the next micro-batch into the pipeline when its first stage is free.
   void Kick();
+  void FinishMicroBatch(const std::vector<InFlightRequest*>& batch, const std::vector<PrefillSlice>& spans);
   void SaveToPool(InFlightRequest* r);
   std::vector<std::vector<connector::BlockId>> StageTables(const InFlightRequest& r) const;
   // A pool spread over every server: stage `stage`'s share of `tokens` moves between this
@@ -88,7 +95,10 @@ class PrefillInstance {
 
   std::deque<InFlightRequest*> queued_;  // not started: hold no blocks
   std::deque<InFlightRequest*> ready_;  // FIFO for compute; the head may be part-computed
-  bool computing_ = false;
+  std::vector<double> stage_free_at_;  // emulated time each pipeline stage is next free
+  bool first_stage_busy_ = false;
+  size_t micro_batches_in_flight_ = 0;
+  size_t started_requests_ = 0;  // started and not yet through prefill
   uint64_t pending_tokens_ = 0;  // compute left of every request here, started or not
   uint64_t started_tokens_ = 0;  // compute left of started requests (restoring or ready)
   uint64_t restore_errors_ = 0;

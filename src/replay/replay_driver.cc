@@ -27,6 +27,7 @@ struct ReplayDriver::Tree {
   bool warming = false;
   bool main_timer_done = false;
   bool main_done = false;
+  bool due = false;  // paced arrivals: in due_, waiting for an arrival
   int active_subagents = 0;
   std::unordered_map<size_t, int> gate_pending;        // parent turn -> subagents it waits for
   std::unordered_map<size_t, std::vector<size_t>> spawned_after;  // parent turn -> subagents
@@ -34,7 +35,9 @@ struct ReplayDriver::Tree {
 };
 
 ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim)
-    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim), rng_state_(engine::Mix64(options.seed)) {}
+    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim),
+      rng_state_(engine::Mix64(options.seed)),
+      arrival_rng_(engine::Mix64(options.seed ^ 0x9e3779b97f4a7c15ULL)) {}
 
 ReplayDriver::~ReplayDriver() = default;
 
@@ -62,6 +65,8 @@ Status ReplayDriver::Start() {
   if (options_.max_requests == 0 && options_.duration_s <= 0) {
     return InvalidArgument("replay: give a duration or a request limit");
   }
+  if (options_.arrival_rate < 0) return InvalidArgument("replay: the arrival rate must be positive");
+  if (options_.arrival_rate > 0) ScheduleArrival();
   for (auto& lane : lanes_) {
     const double start = options_.ramp_s * lane->index / options_.sessions;
     if (start > 0) {
@@ -109,7 +114,7 @@ void ReplayDriver::StartTree(Lane& lane, bool from_random_point) {
   ++trees_started_;
   tree->main_timer_done = true;
   lane.tree = std::move(tree);
-  SendMain(*lane.tree);
+  TrySendMain(*lane.tree);
 }
 
 void ReplayDriver::SendMain(Tree& tree) {
@@ -140,6 +145,11 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
     return;
   }
   tree.next_turn = turn + 1;
+  if (options_.arrival_rate > 0) {  // the next arrival decides when
+    tree.main_timer_done = true;
+    TrySendMain(tree);
+    return;
+  }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
@@ -150,7 +160,36 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
 void ReplayDriver::TrySendMain(Tree& tree) {
   if (tree.main_done || !tree.main_timer_done || stop_time_) return;
   if (auto it = tree.gate_pending.find(tree.next_turn); it != tree.gate_pending.end() && it->second > 0) return;
-  SendMain(tree);
+  if (options_.arrival_rate <= 0) return SendMain(tree);
+  if (tree.due) return;
+  if (waiting_arrivals_ > 0) {
+    --waiting_arrivals_;
+    return SendMain(tree);
+  }
+  tree.due = true;
+  due_.push_back(&tree);
+}
+
+void ReplayDriver::ScheduleArrival() {
+  arrival_rng_ = engine::Mix64(arrival_rng_);
+  const double uniform = (static_cast<double>(arrival_rng_ >> 11) + 0.5) / 9007199254740992.0;  // (0, 1)
+  sim_->After(-std::log(uniform) / options_.arrival_rate, [this] { OnArrival(); });
+}
+
+void ReplayDriver::OnArrival() {
+  if (stop_time_) return;
+  ScheduleArrival();
+  if (due_.empty()) {
+    ++waiting_arrivals_;
+    return;
+  }
+  arrival_rng_ = engine::Mix64(arrival_rng_);
+  const size_t pick = arrival_rng_ % due_.size();
+  Tree* tree = due_[pick];
+  due_[pick] = due_.back();
+  due_.pop_back();
+  tree->due = false;
+  SendMain(*tree);
 }
 
 void ReplayDriver::StartSubagent(Tree& tree, size_t subagent, bool counted) {
@@ -205,7 +244,9 @@ void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
   engine::DeploymentRequest r;
   r.session_id = tree.session_id;
   r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
-  r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, request.output_tokens));
+  const int64_t output = options_.max_output_tokens > 0 ? std::min(request.output_tokens, options_.max_output_tokens)
+                                                         : request.output_tokens;
+  r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, output));
   r.counted = counted;
   const int64_t hits = tree.ceiling_walk.Visit(request.hash_ids);
   const uint64_t ceiling_tokens =

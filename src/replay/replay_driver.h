@@ -9,8 +9,13 @@
 // (t[j+1] - (t[j] + api_time[j])) and after every subagent gating turn j+1 finished;
 // subagents spawned after turn j (trace.h: spawned_after_turn) run in parallel, each its own
 // thread with its own recorded gaps. Every wait is capped at `idle_cap_s` (the 300 s idle
-// cap, applied per wait). Output length is the recorded one. Prompt tokens come from the
+// cap, applied per wait). Output length is the recorded one (capped at `max_output_tokens`). Prompt tokens come from the
 // recorded hash_ids (token_content.h), so reuse is exactly what the trace allows.
+// Paced arrivals (`arrival_rate` > 0, the production-style replay): main turns no longer follow
+// the recorded gaps. One Poisson process at `arrival_rate` requests/s over all lanes picks, at
+// each arrival, a lane whose next main turn may go (its answer back, its gating subagents
+// done) uniformly at random, so a session's turns keep their order but arrive at the load's
+// rate; with no such lane the arrival waits for the first one. Subagents keep their gaps.
 // Measurement: starts when 90% of the lanes have finished their warm-up and lasts
 // `duration_s` emulated seconds, or until `max_requests` counted requests finished
 // (whichever first).
@@ -45,6 +50,9 @@ struct ReplayOptions {
   uint64_t seed = 1;
   // Open loop only: the trace's request rate is multiplied by this (timestamps divided by it).
   double rate_scale = 1;
+  // > 0: main turns paced by one Poisson process at this many requests/s over all lanes.
+  double arrival_rate = 0;
+  int64_t max_output_tokens = 0;  // > 0: recorded output lengths capped at this (max_tokens)
 };
 
 class ReplayDriver final : public TraceDriver {
@@ -76,6 +84,8 @@ class ReplayDriver final : public TraceDriver {
   void SendMain(Tree& tree);
   void OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record);
   void TrySendMain(Tree& tree);
+  void ScheduleArrival();
+  void OnArrival();
   void StartSubagent(Tree& tree, size_t subagent, bool counted);
   void SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted);
   void OnSubagentDone(Tree& tree, size_t subagent);
@@ -104,6 +114,10 @@ class ReplayDriver final : public TraceDriver {
   std::optional<double> first_counted_arrival_;
   std::optional<double> stop_time_;
   uint64_t rng_state_;
+  // Paced arrivals: trees whose next main turn may go, and arrivals that found none.
+  std::vector<Tree*> due_;
+  int64_t waiting_arrivals_ = 0;
+  uint64_t arrival_rng_;
 };
 
 }  // namespace kvpool::replay

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace kvpool::replay {
@@ -78,6 +79,48 @@ TEST_F(ReplayDriverTest, SubagentsGateTheNextTurnAndLongPausesAreCapped) {
   EXPECT_EQ(turn2.gpu_cached_tokens, 128u);
   EXPECT_EQ(turn2.ceiling_hit_tokens, 128u);
   EXPECT_GE(driver.window_start_s(), 0);
+}
+
+TEST_F(ReplayDriverTest, PacedArrivalsSetTheRateAndKeepEachSessionsTurnsInOrder) {
+  // Twenty turns, each extending the last, recorded 1000 s apart (capped at 300 s unpaced).
+  trace::Trace t;
+  t.id = "long";
+  for (int i = 0; i < 20; ++i) t.requests.push_back(Turn(1000.0 * i, i + 1, 1, 1));
+  trace::Corpus corpus;
+  corpus.traces = {t};
+  ReplayOptions o;
+  o.sessions = 4;
+  o.warmup_requests = 0;
+  o.duration_s = 0;
+  o.max_requests = 200;
+  o.arrival_rate = 2;
+  o.max_output_tokens = 3;
+  ReplayDriver driver(corpus, o, deployment_.get(), &sim_);
+  ASSERT_TRUE(driver.Start().ok());
+  sim_.Run();
+  ASSERT_GE(driver.records().size(), 200u);
+  std::vector<double> arrivals;
+  std::map<uint64_t, std::vector<const engine::RequestRecord*>> by_session;
+  for (const engine::RequestRecord& r : driver.records()) {
+    EXPECT_FALSE(r.failed) << r.failure;
+    EXPECT_EQ(r.output_tokens, 3u);  // the recorded 8, capped
+    arrivals.push_back(r.arrival_s);
+    by_session[r.session_id].push_back(&r);
+  }
+  // The lanes always have a turn due here, so turns arrive at the Poisson rate, not the trace's.
+  std::sort(arrivals.begin(), arrivals.end());
+  const double rate = static_cast<double>(arrivals.size() - 1) / (arrivals.back() - arrivals.front());
+  EXPECT_GT(rate, 0.7 * o.arrival_rate);
+  EXPECT_LT(rate, 1.3 * o.arrival_rate);
+  // A session's turns never overlap: each is sent after the previous one's answer.
+  for (auto& [session, records] : by_session) {
+    std::sort(records.begin(), records.end(),
+              [](const engine::RequestRecord* a, const engine::RequestRecord* b) { return a->arrival_s < b->arrival_s; });
+    for (size_t i = 1; i < records.size(); ++i) {
+      EXPECT_GE(records[i]->arrival_s, records[i - 1]->finish_s);
+      EXPECT_GT(records[i]->input_tokens, records[i - 1]->input_tokens);
+    }
+  }
 }
 
 TEST_F(ReplayDriverTest, TracesThatDoNotFitAreSkipped) {

@@ -97,6 +97,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["topology"] = s.topology;
   j["servers"] = s.servers;
   j["sessions"] = s.sessions;
+  j["arrival_rate"] = s.arrival_rate;
+  j["prefill"] = s.prefill;
   j["gpus"] = s.gpus;
   j["kv_memory"] = s.kv_memory;
   j["handoff"] = s.handoff;
@@ -152,7 +154,10 @@ std::string FormatSummary(const ReplaySummary& s) {
   std::string out;
   out += fmt::format("replay {}{} · {} · geometry {} · {} ({} GPUs) · {:.0f} s emulated ({:.1f} s wall)\n", s.mode,
                      s.pool_scope.empty() ? "" : " (" + s.pool_scope + ")",
-                     s.sessions > 0 ? fmt::format("{} sessions", s.sessions) : std::string("open loop"), s.geometry,
+                     s.sessions == 0        ? std::string("open loop")
+                     : s.arrival_rate > 0   ? fmt::format("{} sessions at {:g} req/s", s.sessions, s.arrival_rate)
+                                            : fmt::format("{} sessions", s.sessions),
+                     s.geometry,
                      s.topology, s.gpus, s.window_s, s.wall_s);
   out += fmt::format("  throughput      {:.0f} tok/s per GPU ({:.0f} tok/s; {} requests, {} uncounted)\n",
                      s.throughput_tok_s_per_gpu, s.throughput_tok_s, s.requests, s.uncounted_requests);

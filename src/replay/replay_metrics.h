@@ -36,6 +36,8 @@ struct ReplaySummary {
   std::string topology;  // engine::Topology's name
   int servers = 1;
   int sessions = 0;  // concurrent session lanes; 0: an open-loop replay by timestamp
+  double arrival_rate = 0;  // > 0: the lanes' main turns paced by Poisson arrivals (requests/s)
+  std::string prefill = "pp4";  // "pp4" (a pipeline of 4 stages) or "tp4"
   int gpus = 0;
   std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"
   std::string handoff;             // the engine::KvHandoff's name

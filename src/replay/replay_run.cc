@@ -68,6 +68,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.geometry = options.geometry;
   d.topology = topology;
   d.cost = options.cost;
+  d.admission_timeout_s = options.admission_timeout_s;
   for (auto& p : pools) d.pools.push_back(p->store());
   d.devices.gpus = options.gpus;
   // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
@@ -102,6 +103,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.topology = topology.name;
   s.servers = topology.servers;
   s.sessions = options.open_loop ? 0 : options.replay.sessions;
+  s.arrival_rate = options.open_loop ? 0 : options.replay.arrival_rate;
+  s.prefill = options.geometry.prefill_tensor_parallel ? "tp4" : "pp4";
   s.speedup = options.speedup;
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
   s.handoff = handoff->name();

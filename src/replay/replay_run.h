@@ -34,6 +34,7 @@ struct ReplayRunOptions {
   // `topology.rails` parts, used only by its own prefill instances; embedded pools only).
   std::string pool_scope = "shared";
   engine::CostModelParams cost = engine::CostModelParams::Published();
+  double admission_timeout_s = 900;  // how long a request may wait at the KV admission gate
   ReplayOptions replay;
   // true: submit every request at its recorded time (OpenLoopDriver: Mooncake traces);
   // false: closed-loop session lanes (ReplayDriver: AgentX traces).
