@@ -13,6 +13,10 @@
 # Settings (environment; `up` records them, the other commands read them back):
 #   SERVERS=2 RAILS=2 PARTS=$RAILS   servers, rails, pool parts (part p's master: server p mod
 #                                    SERVERS, on rail p; a store on rail r joins part r mod PARTS)
+#   POOLS=shared                     shared: one pool over every server (CLUSTER_DIR/pool.conf);
+#                                    split: each server its own PARTS masters (on its rails p)
+#                                    and stores (CLUSTER_DIR/pool-s<S>.conf), as the published
+#                                    per-server pools
 #   RAIL_GBPS=0                      cap per NIC and direction in Gbit/s (0: uncapped)
 #   STORE_SERVERS="all"              servers that run stores, e.g. "1" or "0 2"
 #   STORE_MEMORY=256MiB              segment of each store (one store per server and rail)
@@ -40,6 +44,13 @@ load_settings() {
   . "$CLUSTER_DIR/settings"
 }
 
+# The pool file a store on SERVER joins, and every pool file (POOLS=split: one per server).
+pool_file() { if [ "${POOLS:-shared}" = split ]; then echo "$CLUSTER_DIR/pool-s$1.conf"; else echo "$CLUSTER_DIR/pool.conf"; fi; }
+pool_files() {
+  if [ "${POOLS:-shared}" = split ]; then seq 0 $((SERVERS - 1)) | while read -r s; do pool_file "$s"; done
+  else pool_file 0; fi
+}
+
 record() { echo "$1 $2" >>"$CLUSTER_DIR/pids"; }  # record PID NAME
 
 # start NAME SERVER CMD...: runs CMD in server's namespace, logs to CLUSTER_DIR/NAME.log.
@@ -59,13 +70,14 @@ cap() {  # cap NETNS DEV: tbf at RAIL_GBPS on DEV's egress
 
 up() {
   SERVERS=${SERVERS:-2} RAILS=${RAILS:-2}
-  PARTS=${PARTS:-$RAILS} RAIL_GBPS=${RAIL_GBPS:-0}
+  PARTS=${PARTS:-$RAILS} RAIL_GBPS=${RAIL_GBPS:-0} POOLS=${POOLS:-shared}
   STORE_SERVERS=${STORE_SERVERS:-all} STORE_MEMORY=${STORE_MEMORY:-256MiB}
   SUBNET=${SUBNET:-10.77} KVPOOL=$(realpath "${KVPOOL:-build/src/cli/kvpool}")
   [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
   [ -x "$KVPOOL" ] || die "no kvpool binary at $KVPOOL (build first, or set KVPOOL)"
   [ "$PARTS" -ge 1 ] && [ "$PARTS" -le "$RAILS" ] || die "PARTS ($PARTS) must be 1..RAILS ($RAILS): part p's master sits on rail p"
   [ "$SERVERS" -ge 1 ] && [ "$SERVERS" -le 64 ] && [ "$RAILS" -ge 1 ] && [ "$RAILS" -le 16 ] || die "SERVERS 1..64, RAILS 1..16"
+  [ "$POOLS" = shared ] || [ "$POOLS" = split ] || die "POOLS must be shared or split, not '$POOLS'"
   [ -e "$CLUSTER_DIR/settings" ] && die "cluster '$CLUSTER' is already up ($CLUSTER_DIR); run down first"
   [ "$STORE_SERVERS" = "all" ] && STORE_SERVERS=$(seq -s' ' 0 $((SERVERS - 1)))
   # Exit 77 ("cannot here", for tests to skip) when namespaces, veths or bridges are refused.
@@ -79,7 +91,7 @@ up() {
   ip -n "$FABRIC" link delete probebr
   mkdir -p "$CLUSTER_DIR"
   : >"$CLUSTER_DIR/pids"
-  declare -p SERVERS RAILS PARTS RAIL_GBPS STORE_SERVERS STORE_MEMORY SUBNET KVPOOL | sed 's/^declare -- //' \
+  declare -p SERVERS RAILS PARTS POOLS RAIL_GBPS STORE_SERVERS STORE_MEMORY SUBNET KVPOOL | sed 's/^declare -- //' \
     >"$CLUSTER_DIR/settings"
   trap 'echo "cluster.sh: up failed; tearing down (logs kept in $CLUSTER_DIR)" >&2; down; exit 1' ERR
 
@@ -102,44 +114,60 @@ up() {
     done
   done
 
-  : >"$CLUSTER_DIR/pool.conf"
-  for p in $(seq 0 $((PARTS - 1))); do
-    echo "part$p = $(addr "$(master_server "$p")" "$p"):$MASTER_PORT" >>"$CLUSTER_DIR/pool.conf"
-  done
-  for p in $(seq 0 $((PARTS - 1))); do
-    local s; s=$(master_server "$p")
-    start "master-p$p" "$s" "$KVPOOL" master --part "$p" --listen "$(addr "$s" "$p"):$MASTER_PORT" \
-      --metrics-listen "$(addr "$s" "$p"):9464"
-  done
+  # Masters: one per part, of the shared pool or of every server's own.
+  local s p
+  if [ "$POOLS" = shared ]; then
+    : >"$CLUSTER_DIR/pool.conf"
+    for p in $(seq 0 $((PARTS - 1))); do
+      s=$(master_server "$p")
+      echo "part$p = $(addr "$s" "$p"):$MASTER_PORT" >>"$CLUSTER_DIR/pool.conf"
+      start "master-p$p" "$s" "$KVPOOL" master --part "$p" --listen "$(addr "$s" "$p"):$MASTER_PORT" \
+        --metrics-listen "$(addr "$s" "$p"):9464"
+    done
+  else
+    for s in $(seq 0 $((SERVERS - 1))); do
+      : >"$CLUSTER_DIR/pool-s$s.conf"
+      for p in $(seq 0 $((PARTS - 1))); do
+        echo "part$p = $(addr "$s" "$p"):$MASTER_PORT" >>"$CLUSTER_DIR/pool-s$s.conf"
+        start "master-s${s}p$p" "$s" "$KVPOOL" master --part "$p" --listen "$(addr "$s" "$p"):$MASTER_PORT" \
+          --metrics-listen "$(addr "$s" "$p"):9464"
+      done
+    done
+  fi
   local stores=0
   for s in $STORE_SERVERS; do
     mkdir -p "$CLUSTER_DIR/s$s"
     for r in $(seq 0 $((RAILS - 1))); do
-      start "store-s${s}r$r" "$s" "$KVPOOL" store --pool-file "$CLUSTER_DIR/pool.conf" --part $((r % PARTS)) \
+      start "store-s${s}r$r" "$s" "$KVPOOL" store --pool-file "$(pool_file "$s")" --part $((r % PARTS)) \
         --memory "$STORE_MEMORY" --listen "$(addr "$s" "$r"):0" --advertise-host "$(addr "$s" "$r")" \
         --shm-dir "$CLUSTER_DIR/s$s" --no-huge-pages
       stores=$((stores + 1))
     done
   done
   # Ready when every store's segment is mounted (asked from server 0, as a client would).
-  local segments=0
+  local segments=0 file
   for _ in $(seq 1 600); do
-    segments=$(ip netns exec "$(ns 0)" "$KVPOOL" stat --pool-file "$CLUSTER_DIR/pool.conf" --timeout-ms 1000 \
-      2>/dev/null | grep -c '^  segment ') || true
+    segments=0
+    for file in $(pool_files); do
+      segments=$((segments + $(ip netns exec "$(ns 0)" "$KVPOOL" stat --pool-file "$file" --timeout-ms 1000 \
+        2>/dev/null | grep -c '^  segment ' || true)))
+    done
     [ "$segments" -eq "$stores" ] && break
     sleep 0.1
   done
   [ "$segments" -eq "$stores" ] || { echo "cluster.sh: only $segments of $stores stores mounted; logs in $CLUSTER_DIR" >&2; false; }
   trap - ERR
-  echo "cluster '$CLUSTER' up: $SERVERS servers x $RAILS rails ($([ "$RAIL_GBPS" = 0 ] && echo uncapped || echo "$RAIL_GBPS Gbit/s per NIC")), $PARTS parts, $stores stores"
-  echo "pool file: $CLUSTER_DIR/pool.conf"
-  sed 's/^/  /' "$CLUSTER_DIR/pool.conf"
-  echo "run a client: scripts/cluster.sh exec 0 $KVPOOL stat --pool-file $CLUSTER_DIR/pool.conf"
+  echo "cluster '$CLUSTER' up: $SERVERS servers x $RAILS rails ($([ "$RAIL_GBPS" = 0 ] && echo uncapped || echo "$RAIL_GBPS Gbit/s per NIC")), $POOLS pool$([ "$POOLS" = split ] && echo s) of $PARTS parts, $stores stores"
+  for file in $(pool_files); do
+    echo "pool file: $file"
+    sed 's/^/  /' "$file"
+  done
+  echo "run a client: scripts/cluster.sh exec 0 $KVPOOL stat --pool-file $(pool_files | head -1)"
 }
 
 status() {
   load_settings
-  echo "cluster '$CLUSTER': $SERVERS servers x $RAILS rails, $PARTS parts, RAIL_GBPS=$RAIL_GBPS ($CLUSTER_DIR)"
+  echo "cluster '$CLUSTER': $SERVERS servers x $RAILS rails, $POOLS pools of $PARTS parts, RAIL_GBPS=$RAIL_GBPS ($CLUSTER_DIR)"
   for s in $(seq 0 $((SERVERS - 1))); do
     for r in $(seq 0 $((RAILS - 1))); do
       local state rate
@@ -151,7 +179,10 @@ status() {
   while read -r pid name; do
     if kill -0 "$pid" 2>/dev/null; then echo "  $name  pid $pid  running"; else echo "  $name  pid $pid  GONE"; fi
   done <"$CLUSTER_DIR/pids"
-  ip netns exec "$(ns 0)" "$KVPOOL" stat --pool-file "$CLUSTER_DIR/pool.conf" --timeout-ms 2000 || true
+  local file
+  for file in $(pool_files); do
+    ip netns exec "$(ns 0)" "$KVPOOL" stat --pool-file "$file" --timeout-ms 2000 || true
+  done
 }
 
 down() {

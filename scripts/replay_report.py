@@ -5,7 +5,8 @@
 
 Writes three PNGs into DIR, one line/bar group per arm ("pool", "no-pool"; on several
 servers "shared pool" and "split pool"):
-  throughput.png     throughput per GPU (tok/s) by concurrency (sessions); on several
+  throughput.png     throughput per GPU (tok/s) by load (sessions, or the Poisson arrival
+                     rate of a paced replay); on several
                      servers the system's (all GPUs)
   token_sources.png  stacked prompt-token sources (GPU cache / pool / computed) per
                      (sessions, mode), with the trace's reuse ceiling marked
@@ -31,6 +32,16 @@ def arm(run):
     return run.get("pool_scope") or run["mode"]
 
 
+def load(run):
+    """A run's load point: its Poisson arrival rate when paced, else its concurrent sessions."""
+    return run["arrival_rate"] if run.get("arrival_rate", 0) > 0 else run["sessions"]
+
+
+def load_axis(runs):
+    paced = any(r.get("arrival_rate", 0) > 0 for r in runs)
+    return "arrival rate (requests/s, Poisson)" if paced else "concurrent sessions"
+
+
 def multi_server(runs):
     return any(r.get("servers", 1) > 1 for r in runs)
 
@@ -51,22 +62,23 @@ def by_mode(runs):
     for r in runs:
         modes.setdefault(arm(r), []).append(r)
     for rs in modes.values():
-        rs.sort(key=lambda r: r["sessions"])
+        rs.sort(key=load)
     return modes
 
 
 def plot_throughput(modes, out):
-    system = multi_server([r for rs in modes.values() for r in rs])
+    every = [r for rs in modes.values() for r in rs]
+    system = multi_server(every)
     key = "throughput_tok_s" if system else "throughput_tok_s_per_gpu"
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for mode, rs in sorted(modes.items()):
         color, label = MODE_STYLE.get(mode, (None, mode))
-        xs = [r["sessions"] for r in rs]
+        xs = [load(r) for r in rs]
         ys = [r[key] / 1000 for r in rs]
         ax.plot(xs, ys, marker="o", color=color, label=label)
         for x, y in zip(xs, ys):
             ax.annotate(f"{y:.1f}K", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
-    ax.set_xlabel("concurrent sessions")
+    ax.set_xlabel(load_axis(every))
     ax.set_ylabel(("system throughput, all GPUs" if system else "throughput per GPU") + " (K tok/s, emulated)")
     ax.set_title(("System throughput" if system else "Throughput per GPU") + " (prompt + generated tokens)")
     ax.set_ylim(bottom=0)
@@ -79,8 +91,8 @@ def plot_throughput(modes, out):
 
 def plot_token_sources(runs, out):
     order = {"pool": 0, "shared": 0, "split": 1}
-    runs = sorted(runs, key=lambda r: (r["sessions"], order.get(arm(r), 2)))
-    labels = [f'{r["sessions"]}\n{arm(r)}' for r in runs]
+    runs = sorted(runs, key=lambda r: (load(r), order.get(arm(r), 2)))
+    labels = [f'{load(r):g}\n{arm(r)}' for r in runs]
     gpu = [100 * r["token_sources"]["gpu_cache_share"] for r in runs]
     pool = [100 * r["token_sources"]["pool_share"] for r in runs]
     computed = [100 * r["token_sources"]["computed_share"] for r in runs]
@@ -98,7 +110,8 @@ def plot_token_sources(runs, out):
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("share of prompt tokens (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Where prompt tokens came from (sessions / arm; emulated)")
+    unit = "req/s" if any(r.get("arrival_rate", 0) > 0 for r in runs) else "sessions"
+    ax.set_title(f"Where prompt tokens came from ({unit} / arm; emulated)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "token_sources.png"), dpi=120)
@@ -109,10 +122,10 @@ def plot_ttft(modes, out):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for mode, rs in sorted(modes.items()):
         color, label = MODE_STYLE.get(mode, (None, mode))
-        xs = [r["sessions"] for r in rs]
+        xs = [load(r) for r in rs]
         ax.plot(xs, [r["ttft_s"]["p50"] for r in rs], marker="o", color=color, label=f"{label} p50")
         ax.plot(xs, [r["ttft_s"]["p90"] for r in rs], marker="^", linestyle="--", color=color, label=f"{label} p90")
-    ax.set_xlabel("concurrent sessions")
+    ax.set_xlabel(load_axis([r for rs in modes.values() for r in rs]))
     ax.set_ylabel("TTFT (s, emulated)")
     ax.set_title("Time to first token")
     values = [r["ttft_s"][q] for rs in modes.values() for r in rs for q in ("p50", "p90") if r["ttft_s"][q] > 0]

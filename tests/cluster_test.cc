@@ -3,7 +3,9 @@
 // server 1 only. A client on server 0 (pool_load_probe) reaches them over tcp, through its
 // rail NICs. One rail's link is cut mid-load and restored: that part's calls fail within
 // their deadline, the other part keeps serving, no byte is ever wrong, and the cut part comes
-// back without restarting anything. Needs root; skips where namespaces cannot be made.
+// back without restarting anything. And the four-server deployment's split pools: every server
+// its own masters and stores, a replay whose prefill instances save to their own server's
+// pool only. Needs root; skips where namespaces cannot be made.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -120,6 +122,38 @@ TEST_F(ClusterTest, ARailCutFailsOnlyItsPartWithinTheDeadlineAndRecovers) {
     // would be far past this.
     EXPECT_LE(Count(final_counters, part, "max_call_ms"), 4u * kTimeoutMs + 2000) << "part " << part << ": " << Logs();
   }
+}
+
+// POOLS=split: 4 servers, each with its own 4-part pool. A four-server replay on server 0 with
+// --server-pool-files: every server's prefill instances save to their own pool, so each pool
+// ends up holding objects, and every restored or handed-off byte verifies.
+TEST(SplitPoolClusterTest, EveryServersPrefillUsesItsOwnPool) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces";
+  const std::string name = "kvps" + std::to_string(getpid() % 100000);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kvpool-cluster-test-" + name);
+  const std::string script = std::string(KVPOOL_SOURCE_DIR) + "/scripts/cluster.sh";
+  const std::string env = "CLUSTER=" + name + " CLUSTER_DIR=" + dir.string() + " KVPOOL=" KVPOOL_BINARY " SUBNET=10.79 ";
+  const int rc = Shell(env + "POOLS=split SERVERS=4 RAILS=4 STORE_MEMORY=16MiB " + script + " up >/dev/null");
+  if (rc == 77) GTEST_SKIP() << "network namespaces cannot be made here";
+  ASSERT_EQ(rc, 0) << "cluster.sh up failed; logs in " << dir;
+  std::string files;
+  for (int s = 0; s < 4; ++s) files += (s ? "," : "") + (dir / ("pool-s" + std::to_string(s) + ".conf")).string();
+  const std::string exec = env + script + " exec 0 " KVPOOL_BINARY " ";
+  const int replay = Shell(exec + "--log-level warn replay --synth 12 --synth-turn-scale 0.3 --geometry tiny "
+                           "--topology 4x8-6p2d --sessions 6 --requests 30 --duration 0 --mode pool --pool-scope split "
+                           "--server-pool-files " + files + " --json " + (dir / "replay.json").string() + " >/dev/null");
+  EXPECT_EQ(replay, 0) << "replay failed (3: wrong bytes or failed requests); logs in " << dir;
+  for (int s = 0; s < 4; ++s) {
+    const std::filesystem::path stat = dir / ("stat-s" + std::to_string(s) + ".json");
+    ASSERT_EQ(Shell(exec + "stat --json --pool-file " + (dir / ("pool-s" + std::to_string(s) + ".conf")).string() +
+                    " > " + stat.string()), 0);
+    std::ifstream in(stat);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    EXPECT_GT(j.value("objects", 0), 0) << "server " << s << "'s pool holds nothing: " << j.dump();
+  }
+  EXPECT_EQ(Shell(env + script + " down >/dev/null"), 0);
+  EXPECT_NE(Shell("ip netns list | grep -q '^" + name + "-'"), 0) << "namespaces left after down";
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

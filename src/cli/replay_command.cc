@@ -51,6 +51,7 @@ struct ReplayFlags {
   double ramp_s = 0;
   double speedup = 0;
   PoolFlags pool;
+  std::string server_pool_files;  // split pools on existing pools: one pool file per server
   std::string handoff;  // "": gpu with --gpu, network otherwise
   bool gpu = false;
   std::string json_out;
@@ -214,8 +215,34 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: --pool-scope {} needs several servers (--topology 4x8-6p2d)\n", f.pool_scope);
     return 2;
   }
-  if (f.pool_scope != "shared" && pool->has_value()) {
-    fmt::print(stderr, "kvpool replay: a split pool runs on embedded pools, one per server; drop --master/--pool\n");
+  if (f.pool_scope == "split" && pool->has_value()) {
+    fmt::print(stderr, "kvpool replay: a split pool is one pool per server: give --server-pool-files, not "
+                       "--master/--pool/--pool-file\n");
+    return 2;
+  }
+  std::vector<client::PoolParts> server_pools;
+  if (!f.server_pool_files.empty()) {
+    if (f.pool_scope == "shared") {
+      fmt::print(stderr, "kvpool replay: --server-pool-files are the split arm's pools (--pool-scope split|both)\n");
+      return 2;
+    }
+    std::stringstream in(f.server_pool_files);
+    for (std::string file; std::getline(in, file, ',');) {
+      auto parts = client::ReadPoolFile(file);
+      if (!parts.ok()) {
+        fmt::print(stderr, "kvpool replay: --server-pool-files: {}\n", parts.status().ToString());
+        return 2;
+      }
+      server_pools.push_back(*std::move(parts));
+    }
+    if (server_pools.size() != static_cast<size_t>(topology->servers)) {
+      fmt::print(stderr, "kvpool replay: --server-pool-files: {} files for {} servers (one per server, in order)\n",
+                 server_pools.size(), topology->servers);
+      return 2;
+    }
+  } else if (f.pool_scope == "both" && pool->has_value()) {
+    fmt::print(stderr, "kvpool replay: --pool-scope both with an existing pool also needs --server-pool-files "
+                       "for the split arm\n");
     return 2;
   }
   const bool tty = isatty(fileno(stderr));
@@ -241,7 +268,8 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
-      o.pool = *pool;
+      o.pool = arm.scope == "split" ? std::nullopt : *pool;
+      if (arm.scope == "split") o.server_pools = server_pools;
       o.open_loop = open_loop;
       o.replay.rate_scale = f.rate_scale;
       o.replay.arrival_rate = rate;
@@ -338,6 +366,9 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   AddPoolFlags(cmd, f.pool, "use the pool at this master instead of an embedded one");
+  cmd->add_option("--server-pool-files", f.server_pool_files,
+                  "the split arm on existing pools: one pool file per server, comma-separated in server order "
+                  "(scripts/cluster.sh with POOLS=split writes them)");
   cmd->add_option("--handoff", f.handoff,
                   "prefill -> decode KV path: network (gather, <= 8 MiB writes into a landing segment, scatter; "
                   "with --gpu the gather and scatter are kernels on the caches' GPUs), cpu (a memcpy per token-layer; "

@@ -47,7 +47,11 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     return InvalidArgument(fmt::format("unknown pool scope '{}' (shared or split)", options.pool_scope));
   }
   if (split && options.pool) {
-    return InvalidArgument("a split pool needs one pool per server; it runs on embedded pools only");
+    return InvalidArgument("a split pool needs one pool per server (server pools), not one pool");
+  }
+  if (split && !options.server_pools.empty() && options.server_pools.size() != static_cast<size_t>(topology.servers)) {
+    return InvalidArgument(fmt::format("a split pool on {} servers needs {} server pools, not {}", topology.servers,
+                                       topology.servers, options.server_pools.size()));
   }
   std::vector<std::unique_ptr<PoolConnection>> pools;  // one shared, or one per server
   if (options.use_pool) {
@@ -55,8 +59,9 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     const uint32_t parts = topology.servers > 1 ? static_cast<uint32_t>(topology.rails) : 1;
     const uint64_t server_bytes = topology.pool_tokens_per_server(options.geometry) * options.geometry.bytes_per_token();
     for (int k = 0; k < (split ? topology.servers : 1); ++k) {
-      auto p = options.pool ? PoolConnection::Connect(*options.pool)
-                            : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts);
+      auto p = split && !options.server_pools.empty() ? PoolConnection::Connect(options.server_pools[k])
+               : options.pool                         ? PoolConnection::Connect(*options.pool)
+                      : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts);
       if (!p.ok()) return p.status();
       spdlog::debug("replay: {}", (*p)->description());
       pools.push_back(std::move(p).value());

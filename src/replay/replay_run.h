@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "client/pool_parts.h"
 #include "common/status.h"
@@ -42,6 +43,8 @@ struct ReplayRunOptions {
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
   std::optional<client::PoolParts> pool;  // nullopt = embedded pool(s) sized by geometry and topology
+  // A split pool on existing pools: one per server, in server order (empty: embedded ones).
+  std::vector<client::PoolParts> server_pools;
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;
