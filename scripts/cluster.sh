@@ -60,6 +60,13 @@ start() {
   record $! "$name"
 }
 
+# start_master SERVER PART POOL_FILE NAME: PART's master on SERVER's rail PART, listed in POOL_FILE.
+start_master() {
+  echo "part$2 = $(addr "$1" "$2"):$MASTER_PORT" >>"$3"
+  start "$4" "$1" "$KVPOOL" master --part "$2" --listen "$(addr "$1" "$2"):$MASTER_PORT" \
+    --metrics-listen "$(addr "$1" "$2"):9464"
+}
+
 cap() {  # cap NETNS DEV: tbf at RAIL_GBPS on DEV's egress
   [ "$RAIL_GBPS" = "0" ] && return
   # A burst of at least 4 ms at the rate (and >= 256 KiB: veth sends 64 KiB GSO packets).
@@ -118,20 +125,11 @@ up() {
   local s p
   if [ "$POOLS" = shared ]; then
     : >"$CLUSTER_DIR/pool.conf"
-    for p in $(seq 0 $((PARTS - 1))); do
-      s=$(master_server "$p")
-      echo "part$p = $(addr "$s" "$p"):$MASTER_PORT" >>"$CLUSTER_DIR/pool.conf"
-      start "master-p$p" "$s" "$KVPOOL" master --part "$p" --listen "$(addr "$s" "$p"):$MASTER_PORT" \
-        --metrics-listen "$(addr "$s" "$p"):9464"
-    done
+    for p in $(seq 0 $((PARTS - 1))); do start_master "$(master_server "$p")" "$p" "$CLUSTER_DIR/pool.conf" "master-p$p"; done
   else
     for s in $(seq 0 $((SERVERS - 1))); do
       : >"$CLUSTER_DIR/pool-s$s.conf"
-      for p in $(seq 0 $((PARTS - 1))); do
-        echo "part$p = $(addr "$s" "$p"):$MASTER_PORT" >>"$CLUSTER_DIR/pool-s$s.conf"
-        start "master-s${s}p$p" "$s" "$KVPOOL" master --part "$p" --listen "$(addr "$s" "$p"):$MASTER_PORT" \
-          --metrics-listen "$(addr "$s" "$p"):9464"
-      done
+      for p in $(seq 0 $((PARTS - 1))); do start_master "$s" "$p" "$CLUSTER_DIR/pool-s$s.conf" "master-s${s}p$p"; done
     done
   fi
   local stores=0

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cli/commands.h"
@@ -68,37 +69,35 @@ struct ReplayFlags {
   int64_t max_output = 0;
 };
 
-Result<std::vector<int>> ParseSessions(const std::string& text) {
-  std::vector<int> out;
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    try {
-      size_t used = 0;
-      const int n = std::stoi(item, &used);
-      if (used != item.size() || n < 1) throw std::invalid_argument(item);
-      out.push_back(n);
-    } catch (const std::exception&) {
-      return InvalidArgument(fmt::format("--sessions: '{}' is not a positive number", item));
-    }
-  }
-  if (out.empty()) return InvalidArgument("--sessions: give at least one number");
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
   return out;
 }
 
-Result<std::vector<double>> ParseRates(const std::string& text) {
-  std::vector<double> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
+// A comma list of positive numbers (--sessions, --rate). Errors name the flag, say what a
+// number must be ("a positive number" + `unit`) and, for an empty list, what to give (`noun`).
+template <typename T>
+Result<std::vector<T>> ParsePositiveList(const std::string& text, const char* flag, const char* unit,
+                                         const char* noun) {
+  std::vector<T> out;
+  for (const std::string& item : SplitCommas(text)) {
     try {
       size_t used = 0;
-      const double r = std::stod(item, &used);
-      if (used != item.size() || !(r > 0)) throw std::invalid_argument(item);
-      out.push_back(r);
+      T n;
+      if constexpr (std::is_integral_v<T>) {
+        n = std::stoi(item, &used);
+      } else {
+        n = std::stod(item, &used);
+      }
+      if (used != item.size() || !(n > 0)) throw std::invalid_argument(item);
+      out.push_back(n);
     } catch (const std::exception&) {
-      return InvalidArgument(fmt::format("--rate: '{}' is not a positive number of requests/s", item));
+      return InvalidArgument(fmt::format("{}: '{}' is not a positive number{}", flag, item, unit));
     }
   }
-  if (out.empty()) return InvalidArgument("--rate: give at least one rate");
+  if (out.empty()) return InvalidArgument(fmt::format("{}: give at least one {}", flag, noun));
   return out;
 }
 
@@ -111,7 +110,7 @@ void DrawProgress(const std::string& label, const replay::ReplayProgress& p, dou
 }
 
 int RunReplayCommand(const ReplayFlags& f) {
-  auto sessions = ParseSessions(f.sessions);
+  auto sessions = ParsePositiveList<int>(f.sessions, "--sessions", "", "number");
   if (!sessions.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", sessions.status().message());
     return 2;
@@ -146,7 +145,7 @@ int RunReplayCommand(const ReplayFlags& f) {
   }
   std::vector<double> rates = {0};  // 0: not paced
   if (paced) {
-    auto parsed = ParseRates(f.rates);
+    auto parsed = ParsePositiveList<double>(f.rates, "--rate", " of requests/s", "rate");
     if (!parsed.ok()) {
       fmt::print(stderr, "kvpool replay: {}\n", parsed.status().message());
       return 2;
@@ -226,8 +225,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       fmt::print(stderr, "kvpool replay: --server-pool-files are the split arm's pools (--pool-scope split|both)\n");
       return 2;
     }
-    std::stringstream in(f.server_pool_files);
-    for (std::string file; std::getline(in, file, ',');) {
+    for (const std::string& file : SplitCommas(f.server_pool_files)) {
       auto parts = client::ReadPoolFile(file);
       if (!parts.ok()) {
         fmt::print(stderr, "kvpool replay: --server-pool-files: {}\n", parts.status().ToString());

@@ -202,15 +202,14 @@ void PrefillInstance::Kick() {
   }
   // Stages take micro-batches in the order they entered, so the whole path is known now.
   const double now = ctx_.sim->now();
-  double end = now, first_stage_end = now;
+  double end = now;
   for (uint32_t st = 0; st < stage_free_at_.size(); ++st) {
     end = std::max(end, stage_free_at_[st]) + ctx_.cost->PrefillStageSeconds(st, spans);
     stage_free_at_[st] = end;
-    if (st == 0) first_stage_end = end;
   }
   first_stage_busy_ = true;
   ++micro_batches_in_flight_;
-  ctx_.sim->After(first_stage_end - now, [this] {
+  ctx_.sim->After(stage_free_at_[0] - now, [this] {
     first_stage_busy_ = false;
     Kick();
   });
