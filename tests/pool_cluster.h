@@ -42,12 +42,17 @@ class PoolCluster {
                                                      std::to_string(counter_++));
     std::filesystem::create_directories(dir_);
     master_address_ = "127.0.0.1:" + std::to_string(PickFreePort());
+    StartMaster();
+    for (int i = 0; i < options.stores; ++i) AddStore();
+  }
+
+  // Starts `kvpool master` on the cluster's address (again, after a kill: a restart).
+  void StartMaster() {
     master_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
-                                 "--heartbeat-ttl-ms", std::to_string(options.heartbeat_ttl_ms), "--lease-ms",
-                                 std::to_string(options.lease_ms)},
-        (dir_ / "master.log").string());
-    for (int i = 0; i < options.stores; ++i) AddStore();
+                                 "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
+                                 std::to_string(options_.lease_ms)},
+        (dir_ / ("master" + std::to_string(master_starts_++) + ".log")).string());
   }
   ~PoolCluster() {
     stores_.clear();
@@ -98,6 +103,7 @@ class PoolCluster {
   std::filesystem::path dir_;
   std::string master_address_;
   std::unique_ptr<ChildProcess> master_;
+  int master_starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> stores_;
 };
 

@@ -19,6 +19,9 @@ void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
          "--heartbeat-interval-ms", [&o](int64_t ms) { o.heartbeat_interval = std::chrono::milliseconds(ms); },
          "how often to tell the master this store is alive (default 1000)")
       ->check(CLI::Range(10, 600'000));
+  cmd->add_flag("!--no-index", o.keep_index,
+                "keep no copy of the segment's index: puts do not wait for this store, and a master restart or "
+                "failover loses its objects (for measuring what the index costs)");
   cmd->add_option("--io-threads", o.io_threads, "tcp transfer threads")->check(CLI::Range(1, 64))->capture_default_str();
 }
 

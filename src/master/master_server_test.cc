@@ -2,12 +2,14 @@
 #include "master/master_server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "master/pool_metadata.h"
 #include "proto/master.grpc.pb.h"
 
 namespace kvpool::master {
@@ -199,10 +201,13 @@ TEST_F(MasterServerTest, MetricsAndHealthEndpoints) {
   EXPECT_NE(health.find("\r\n\r\nok\n"), std::string::npos);
 
   std::string metrics = HttpExchange(server_->metrics_port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  const std::string segment_series = fmt::format(
+      "kvpool_master_segment_used_bytes{{segment=\"{}\",store=\"store-\\\"quoted\\\"\"}} 0",
+      server_->pool().Stat().segments.at(0).info.id);
   EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
   for (const char* series :
        {"kvpool_master_objects 0", "kvpool_master_capacity_bytes 1048576",
-        "kvpool_master_segment_used_bytes{segment=\"1\",store=\"store-\\\"quoted\\\"\"} 0",
+        segment_series.c_str(),
         "kvpool_master_evicted_objects_total 0", "kvpool_master_hits_total 0",
         "kvpool_master_rpc_total{method=\"BatchExists\"} 1",
         "kvpool_master_rpc_total{method=\"MountSegment\"} 1",

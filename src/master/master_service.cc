@@ -2,12 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <vector>
 
 namespace kvpool::master {
 
 namespace {
+
+// A store's PullIndex waits at most this long for records before an empty answer.
+constexpr std::chrono::milliseconds kIndexPollWait{500};
+// Records per PullIndex answer (well inside the message limit at 4 KiB keys).
+constexpr size_t kIndexPollRecords = 16384;
 
 // Records one call's latency when it goes out of scope.
 class CallTimer {
@@ -87,9 +94,54 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
   info.tcp_address = endpoint.tcp_address();
   info.shm_socket = endpoint.shm_socket();
   info.size = endpoint.size();
+  info.keeps_index = request->keeps_index();
+  if (request->rejoin_segment_id() != 0) {
+    if (!request->keeps_index()) {
+      SetStatus(InvalidArgument("a rejoin needs keeps_index"), reply);
+      return grpc::Status::OK;
+    }
+    info.id = request->rejoin_segment_id();
+    const auto start = std::chrono::steady_clock::now();
+    auto rejoined = pool_->RejoinSegment(
+        std::move(info),
+        std::span<const proto::IndexEntry* const>(request->entries().data(), request->entries_size()),
+        request->lease_horizon_unix_ms());
+    SetStatus(rejoined.status(), reply);
+    if (!rejoined.ok()) return grpc::Status::OK;
+    reply->set_segment_id(rejoined->info.id);
+    reply->set_rebuilt_objects(rejoined->objects);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    spdlog::info("segment {} of store {} rejoined: {} objects back, {} held until the lease "
+                 "horizon, {} malformed entries skipped, in {:.3f} s",
+                 rejoined->info.id, rejoined->info.store_id, rejoined->objects, rejoined->held,
+                 rejoined->skipped, seconds);
+    return grpc::Status::OK;
+  }
   auto mounted = pool_->MountSegment(std::move(info));
   SetStatus(mounted.status(), reply);
   if (mounted.ok()) reply->set_segment_id(mounted->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
+                                      const proto::PullIndexRequest* request,
+                                      proto::PullIndexReply* reply) {
+  // Not timed with the other calls: it is a long poll, its latency is how long nothing happened.
+  auto segment = pool_->FindSegment(request->segment_id());
+  if (!segment || !segment->journal()) {
+    SetStatus(Stale(fmt::format("segment {} is not mounted here with an index; remount",
+                                request->segment_id())),
+              reply);
+    return grpc::Status::OK;
+  }
+  // Answer well inside the store's deadline, and at once when the store has gone away.
+  auto wait = kIndexPollWait;
+  const auto left = context->deadline() - std::chrono::system_clock::now();
+  if (left < 2 * wait) wait = std::max(std::chrono::milliseconds(0),
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(left / 2));
+  segment->journal()->Pull(request->journal_id(), request->acked_seq(), wait, kIndexPollRecords, reply);
+  reply->set_code(proto::OK);
   return grpc::Status::OK;
 }
 

@@ -33,6 +33,8 @@ class MasterService final : public proto::Master::Service {
                               proto::UnmountSegmentReply*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest*,
                          proto::HeartbeatReply*) override;
+  grpc::Status PullIndex(grpc::ServerContext*, const proto::PullIndexRequest*,
+                         proto::PullIndexReply*) override;
   grpc::Status BatchPutStart(grpc::ServerContext*, const proto::BatchPutStartRequest*,
                              proto::BatchPutStartReply*) override;
   grpc::Status BatchPutEnd(grpc::ServerContext*, const proto::BatchKeysRequest*,

@@ -187,6 +187,59 @@ void OffsetAllocator::Free(Handle handle) {
   InsertFree(index);
 }
 
+std::optional<std::vector<OffsetAllocator::Handle>> OffsetAllocator::Restore(
+    std::span<const Range> ranges) {
+  if (live_allocations_ != 0 || free_units_ != total_units_) return std::nullopt;
+  uint64_t end = 0;  // in units: where the previous range ended
+  for (const Range& r : ranges) {
+    const uint64_t units = (r.size + alignment_ - 1) >> alignment_shift_;
+    if (r.size == 0 || (r.offset & (alignment_ - 1)) != 0 || (r.offset >> alignment_shift_) < end ||
+        units > total_units_ || (r.offset >> alignment_shift_) > total_units_ - units) {
+      return std::nullopt;
+    }
+    end = (r.offset >> alignment_shift_) + units;
+  }
+
+  nodes_.clear();
+  node_free_list_ = kNone;
+  for (auto& row : bin_heads_) {
+    for (auto& head : row) head = kNone;
+  }
+  for (auto& bits : second_level_bitmap_) bits = 0;
+  first_level_bitmap_ = 0;
+  nodes_.reserve(2 * ranges.size() + 1);
+
+  std::vector<Handle> handles;
+  handles.reserve(ranges.size());
+  std::vector<uint32_t> free_blocks;
+  uint32_t previous = kNone;
+  auto append = [&](uint64_t offset, uint64_t units, bool used) {
+    const uint32_t index = NewNode();
+    nodes_[index].offset = offset;
+    nodes_[index].size = units;
+    nodes_[index].used = used;
+    nodes_[index].prev_phys = previous;
+    if (previous != kNone) nodes_[previous].next_phys = index;
+    previous = index;
+    return index;
+  };
+  uint64_t position = 0;
+  uint64_t used_units = 0;
+  for (const Range& r : ranges) {
+    const uint64_t offset = r.offset >> alignment_shift_;
+    const uint64_t units = (r.size + alignment_ - 1) >> alignment_shift_;
+    if (offset > position) free_blocks.push_back(append(position, offset - position, false));
+    handles.push_back(append(offset, units, true));
+    position = offset + units;
+    used_units += units;
+  }
+  if (position < total_units_) free_blocks.push_back(append(position, total_units_ - position, false));
+  for (uint32_t index : free_blocks) InsertFree(index);
+  free_units_ = total_units_ - used_units;
+  live_allocations_ = ranges.size();
+  return handles;
+}
+
 uint64_t OffsetAllocator::largest_free_block() const {
   if (first_level_bitmap_ == 0) return 0;
   int first = 63 - std::countl_zero(first_level_bitmap_);

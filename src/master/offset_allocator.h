@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace kvpool::master {
@@ -44,6 +45,17 @@ class OffsetAllocator {
   // A range of at least `size` bytes, or nullopt when no free block is large enough
   // (or size is 0). Never returns a range past capacity() or overlapping a live one.
   std::optional<Allocation> Allocate(uint64_t size);
+
+  struct Range {
+    uint64_t offset = 0;
+    uint64_t size = 0;  // bytes; rounded up to alignment()
+  };
+  // Rebuilds a fresh allocator (nothing allocated yet) around ranges already in use: a master
+  // taking a segment back from the store that kept its index. `ranges` must be sorted by
+  // offset, aligned, non-overlapping, non-empty and inside capacity(). Returns one handle per
+  // range in order, or nullopt — changing nothing — when they are not or the allocator is
+  // not fresh. O(ranges).
+  std::optional<std::vector<Handle>> Restore(std::span<const Range> ranges);
 
   // Returns the range to the free pool and merges it with free neighbours.
   // REQUIRES: `handle` came from Allocate on this allocator and was not freed since.

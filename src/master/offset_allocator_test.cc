@@ -123,5 +123,47 @@ TEST(OffsetAllocatorDeathTest, DoubleFreeAborts) {
   EXPECT_DEATH(alloc.Free(a->handle), "not a live allocation");
 }
 
+TEST(OffsetAllocatorTest, RestoreRebuildsAroundRangesInUse) {
+  OffsetAllocator alloc(64 * 100, 64);
+  const std::vector<OffsetAllocator::Range> used = {{0, 64}, {64 * 10, 100}, {64 * 50, 64 * 40}};
+  auto handles = alloc.Restore(used);
+  ASSERT_TRUE(handles);
+  ASSERT_EQ(handles->size(), 3u);
+  EXPECT_EQ(alloc.allocation_count(), 3u);
+  EXPECT_EQ(alloc.used_bytes(), 64u * (1 + 2 + 40));
+  EXPECT_EQ(alloc.largest_free_block(), 64u * 38);  // between the 2nd and 3rd range
+
+  // Everything else can be had, and none of it overlaps a restored range.
+  std::vector<OffsetAllocator::Allocation> fresh;
+  while (auto a = alloc.Allocate(64)) fresh.push_back(*a);
+  EXPECT_EQ(fresh.size(), 100u - 43u);
+  for (const auto& a : fresh) {
+    for (const auto& r : used) {
+      EXPECT_TRUE(a.offset + a.size <= r.offset || a.offset >= r.offset + r.size) << a.offset;
+    }
+  }
+  // Restored handles free like any other, and everything coalesces back to one block.
+  for (auto h : *handles) alloc.Free(h);
+  for (const auto& a : fresh) alloc.Free(a.handle);
+  EXPECT_EQ(alloc.free_bytes(), 6400u);
+  EXPECT_EQ(alloc.largest_free_block(), 6400u);
+}
+
+TEST(OffsetAllocatorTest, RestoreRefusesBadRangesAndChangesNothing) {
+  OffsetAllocator alloc(64 * 10, 64);
+  using R = OffsetAllocator::Range;
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{64, 64}, {0, 64}}));      // unsorted
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{0, 100}, {64, 64}}));     // overlapping once aligned
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{32, 64}}));               // misaligned
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{64 * 9, 128}}));          // past the end
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{0, 0}}));                 // empty
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{~0ull - 63, 64}}));       // offset overflows
+  EXPECT_EQ(alloc.free_bytes(), 640u);
+  auto a = alloc.Allocate(64);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(alloc.Restore(std::vector<R>{{64 * 5, 64}}));           // not fresh
+  EXPECT_EQ(alloc.allocation_count(), 1u);
+}
+
 }  // namespace
 }  // namespace kvpool::master

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+
+#include "master/journal_waits.h"
 
 namespace kvpool::master {
 
@@ -47,6 +50,26 @@ void NoteSegments(const std::vector<PlacedReplica>& replicas,
   }
 }
 
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A record naming an entry of the store's index by where it is and which put placed it.
+proto::IndexRecord RecordOf(proto::IndexRecord::Op op, uint64_t offset, uint64_t put_id) {
+  proto::IndexRecord record;
+  record.set_op(op);
+  record.mutable_entry()->set_offset(offset);
+  record.mutable_entry()->set_put_id(put_id);
+  return record;
+}
+
+bool OnAny(const std::vector<ReplicaView>& replicas, const std::unordered_set<uint64_t>& segments) {
+  return std::any_of(replicas.begin(), replicas.end(),
+                     [&](const ReplicaView& r) { return segments.count(r.segment_id) != 0; });
+}
+
 std::vector<SegmentInfo> InfosOf(const std::vector<std::shared_ptr<Segment>>& segments) {
   std::vector<SegmentInfo> infos;
   infos.reserve(segments.size());
@@ -61,7 +84,40 @@ PoolMetadata::PoolMetadata(PoolOptions options, Clock* clock)
       clock_(clock),
       segments_(options_.alignment),
       index_(options_.shards),
-      groups_(options_.shards) {}
+      groups_(options_.shards) {
+  // Put ids stay above those of an earlier master whose objects a store may bring back:
+  // the wall clock at start, with room for 2^20 puts per millisecond since.
+  next_put_id_ = static_cast<uint64_t>(WallClockMs()) << 20;
+}
+
+int64_t PoolMetadata::UnixMs(int64_t clock_ms) const {
+  return WallClockMs() + (clock_ms - clock_->NowMs());
+}
+
+int64_t PoolMetadata::ClockMs(int64_t unix_ms) const {
+  return clock_->NowMs() + (unix_ms - WallClockMs());
+}
+
+uint64_t PoolMetadata::Journal(const PlacedReplica& replica, proto::IndexRecord record) {
+  SegmentJournal* journal = replica.segment->journal();
+  return journal ? journal->Append(std::move(record)) : 0;
+}
+
+void PoolMetadata::DropAndFree(const std::vector<PlacedReplica>& replicas, uint64_t put_id) {
+  for (const auto& replica : replicas) {
+    Journal(replica, RecordOf(proto::IndexRecord::DROP, replica.offset, put_id));
+  }
+  FreeReplicas(replicas);
+}
+
+void PoolMetadata::ExtendLeaseHorizons(int64_t now_ms) {
+  const int64_t lease = static_cast<int64_t>(options_.default_lease_ms);
+  const int64_t needed = UnixMs(now_ms + lease + 2000);
+  const int64_t target = UnixMs(now_ms + 2 * lease + 2000);
+  for (const auto& segment : segments_.Snapshot()) {
+    if (segment->journal()) segment->journal()->PromiseLeaseHorizon(needed, target);
+  }
+}
 
 // ---- segments ----
 
@@ -197,6 +253,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
 
   // Phase 2: allocate (evicting if needed) and attach the copies to the placeholder.
   std::vector<std::shared_ptr<Segment>> referenced;
+  JournalWaits waits;
   for (size_t i = 0; i < items.size(); ++i) {
     if (put_ids[i] == 0) continue;
     const PutStartItem& item = items[i];
@@ -225,9 +282,23 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
           }
         }
         if (status.ok()) {
-          it->second.replicas = std::move(*placed);
-          out.results[i].replicas = ViewsOf(it->second);
-          NoteSegments(it->second.replicas, &referenced);
+          ObjectMeta& meta = it->second;
+          meta.replicas = std::move(*placed);
+          out.results[i].replicas = ViewsOf(meta);
+          NoteSegments(meta.replicas, &referenced);
+          for (const auto& replica : meta.replicas) {
+            proto::IndexRecord record;
+            record.set_op(proto::IndexRecord::PLACE);
+            proto::IndexEntry* entry = record.mutable_entry();
+            entry->set_key(it->first);
+            entry->set_offset(replica.offset);
+            entry->set_length(meta.length);
+            entry->set_group(meta.group);
+            entry->set_put_id(meta.put_id);
+            entry->set_pin_until_unix_ms(meta.pin_until_ms > 0 ? UnixMs(meta.pin_until_ms) : 0);
+            entry->set_put_started_unix_ms(UnixMs(meta.put_started_ms));
+            waits.Note(replica.segment, Journal(replica, std::move(record)));
+          }
         }
       }
     }
@@ -235,6 +306,18 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
       FreeReplicas(*placed);
       AbandonPut(item.key, put_ids[i]);
       out.results[i].status = std::move(status);
+    }
+  }
+  // Phase 3: a client may write only where its store's index says the put is (invariant 8).
+  if (!waits.empty()) {
+    const auto failed = waits.Wait(std::chrono::milliseconds(options_.index_sync_timeout_ms));
+    for (size_t i = 0; i < items.size() && !failed.empty(); ++i) {
+      if (!OnAny(out.results[i].replicas, failed)) continue;
+      AbandonPut(items[i].key, put_ids[i]);
+      out.results[i].replicas.clear();
+      out.results[i].status = Unavailable(fmt::format(
+          "key {}: a store did not confirm the placement within {} ms (stalled or gone)",
+          QuoteKey(items[i].key), options_.index_sync_timeout_ms));
     }
   }
   out.segments = InfosOf(referenced);
@@ -271,10 +354,14 @@ Result<std::vector<PlacedReplica>> PoolMetadata::AllocateWithEviction(
   }
 }
 
-std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::string_view key) {
+std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::string_view key,
+                                                     proto::IndexRecord::Op op) {
   auto it = shard.objects.find(key);
   if (it == shard.objects.end()) return {};
   std::vector<PlacedReplica> replicas = std::move(it->second.replicas);
+  for (const auto& replica : replicas) {
+    Journal(replica, RecordOf(op, replica.offset, it->second.put_id));
+  }
   if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
   shard.objects.erase(it);
   return replicas;
@@ -298,6 +385,8 @@ void PoolMetadata::AbandonPut(std::string_view key, uint64_t put_id) {
 std::vector<Status> PoolMetadata::BatchPutEnd(std::span<const std::string_view> keys) {
   const int64_t now = clock_->NowMs();
   std::vector<Status> out(keys.size());
+  JournalWaits waits;
+  std::vector<std::vector<ReplicaView>> committed(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     std::string_view key = keys[i];
     if (Status status = ValidateKey(key); !status.ok()) {
@@ -324,9 +413,25 @@ std::vector<Status> PoolMetadata::BatchPutEnd(std::span<const std::string_view> 
       } else {
         it->second.state = ObjectState::kComplete;
         it->second.last_access_ms = now;
+        for (const auto& replica : it->second.replicas) {
+          waits.Note(replica.segment, Journal(replica, RecordOf(proto::IndexRecord::COMMIT,
+                                                                replica.offset, it->second.put_id)));
+        }
+        committed[i] = ViewsOf(it->second);
       }
     }
     FreeReplicas(reclaimed);
+  }
+  // The put has ended for the client only once a store's index says so (invariant 8).
+  if (!waits.empty()) {
+    const auto failed = waits.Wait(std::chrono::milliseconds(options_.index_sync_timeout_ms));
+    for (size_t i = 0; i < keys.size() && !failed.empty(); ++i) {
+      if (!OnAny(committed[i], failed)) continue;
+      out[i] = Unavailable(fmt::format(
+          "key {} is complete on this master, but a store did not confirm it within {} ms; it "
+          "would not survive a master failover",
+          QuoteKey(keys[i]), options_.index_sync_timeout_ms));
+    }
   }
   return out;
 }
@@ -396,6 +501,28 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
       NoteSegments(meta.replicas, &referenced);
     }
   }
+  // A new master must not hand out bytes a lease granted here still covers: every store
+  // holding a leased copy has been promised a horizon past the lease (usually long since).
+  JournalWaits waits;
+  const int64_t lease_until_unix = UnixMs(lease_until);
+  for (const auto& segment : referenced) {
+    if (!segment->journal()) continue;
+    waits.Note(segment, segment->journal()->PromiseLeaseHorizon(
+                            lease_until_unix,
+                            lease_until_unix + static_cast<int64_t>(options_.default_lease_ms)));
+  }
+  if (!waits.empty()) {
+    const auto failed = waits.Wait(std::chrono::milliseconds(options_.index_sync_timeout_ms));
+    for (GetResult& result : out.results) {
+      if (failed.empty() || !result.status.ok()) continue;
+      std::erase_if(result.replicas,
+                    [&](const ReplicaView& r) { return failed.count(r.segment_id) != 0; });
+      if (result.replicas.empty()) {
+        result.status = Unavailable("the store holding the object did not confirm the read "
+                                    "lease in time");
+      }
+    }
+  }
   out.segments = InfosOf(referenced);
   return out;
 }
@@ -461,12 +588,15 @@ std::vector<Status> PoolMetadata::BatchRemove(std::span<const std::string_view> 
         continue;
       }
       const int64_t lease_until = it->second.lease_until_ms;
-      freed = EraseLocked(shard, key);
+      const uint64_t put_id = it->second.put_id;
       if (lease_until > now) {
         // Hidden from now on; the bytes stay put until the last reader's lease ends.
+        freed = EraseLocked(shard, key, proto::IndexRecord::REMOVE);
         std::lock_guard deferred_lock(deferred_mu_);
-        deferred_.push_back({lease_until, std::move(freed)});
+        deferred_.push_back({lease_until, std::move(freed), put_id});
         freed.clear();
+      } else {
+        freed = EraseLocked(shard, key);
       }
     }
     FreeReplicas(freed);
@@ -493,6 +623,9 @@ PoolStats PoolMetadata::Stat() const {
   stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
   stats.groups = groups_.group_count();
+  stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);
+  stats.rebuilt_objects = rebuilt_objects_.load(std::memory_order_relaxed);
+  stats.rebuild_seconds = static_cast<double>(rebuild_ns_.load(std::memory_order_relaxed)) / 1e9;
   return stats;
 }
 
@@ -503,6 +636,13 @@ void PoolMetadata::RunMaintenance() {
   for (uint64_t id : segments_.TakeExpiredSegments(now, options_.heartbeat_ttl_ms)) {
     if (auto segment = segments_.Remove(id)) DropSegmentReplicas(*segment);
   }
+  // A store too far behind on its index is dropped; it rejoins with what it has applied.
+  for (const auto& segment : segments_.Snapshot()) {
+    if (segment->journal() && segment->journal()->broken() && segments_.Remove(segment->id())) {
+      DropSegmentReplicas(*segment);
+    }
+  }
+  ExtendLeaseHorizons(now);
   const uint64_t capacity = segments_.capacity_bytes();
   if (capacity > 0 && static_cast<double>(segments_.used_bytes()) >
                           options_.high_watermark * static_cast<double>(capacity)) {
@@ -543,7 +683,7 @@ void PoolMetadata::FreeEndedLeases(int64_t now_ms) {
     std::move(split, deferred_.end(), std::back_inserter(ended));
     deferred_.erase(split, deferred_.end());
   }
-  for (const auto& d : ended) FreeReplicas(d.replicas);
+  for (const auto& d : ended) DropAndFree(d.replicas, d.put_id);
 }
 
 uint64_t PoolMetadata::EvictAtLeast(uint64_t bytes) {

@@ -18,6 +18,12 @@
 // Thread-safe. Time comes from the injected Clock; nothing here starts a thread — the
 // server calls RunMaintenance periodically, tests call it after moving a ManualClock.
 //
+// The index outlives the master (docs/architecture.md, invariant 8): a segment whose store
+// keeps its index has a SegmentJournal, and every change to an object in it is appended
+// there. A call that placed, completed or leased objects waits, with no lock held, until
+// their stores confirmed (at most index_sync_timeout_ms; a key whose store did not confirm
+// fails UNAVAILABLE). A new master rebuilds from those indexes (RejoinSegment).
+//
 // Lock order (never acquire an earlier lock while holding a later one):
 //   1. eviction_mu_                   one eviction pass at a time
 //   2. object shard mutexes           ascending shard index when holding several
@@ -39,6 +45,7 @@
 #include "master/group_registry.h"
 #include "master/object_index.h"
 #include "master/segment_table.h"
+#include "proto/master.pb.h"
 
 namespace kvpool::master {
 
@@ -53,6 +60,8 @@ struct PoolOptions {
   size_t max_key_bytes = 4096;
   uint64_t max_value_bytes = uint64_t{1} << 40;
   uint64_t alignment = 64;
+  // How long a call waits for stores to confirm its changes to their indexes.
+  uint64_t index_sync_timeout_ms = 2000;
 };
 
 struct PutOptions {
@@ -112,6 +121,16 @@ struct PoolStats {
   uint64_t misses = 0;
   uint64_t groups = 0;
   std::vector<SegmentStats> segments;
+  uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
+  uint64_t rebuilt_objects = 0;    // objects those indexes gave back
+  double rebuild_seconds = 0;      // time spent taking them back, all rejoins together
+};
+
+struct RejoinResult {
+  SegmentInfo info;
+  uint64_t objects = 0;  // entries that are objects in the index again
+  uint64_t held = 0;     // entries whose bytes stay reserved until the lease horizon only
+  uint64_t skipped = 0;  // malformed entries (outside the segment, overlapping, bad key)
 };
 
 class PoolMetadata {
@@ -132,6 +151,19 @@ class PoolMetadata {
   // Returns the ids the store must remount (not mounted for it any more).
   std::vector<uint64_t> Heartbeat(const std::string& store_id,
                                   std::span<const uint64_t> segment_ids);
+  // Takes back a segment that a store held under a previous master (info.id is its old id),
+  // with the index the store kept (pool_rejoin.cc). Every entry's bytes are reserved; each
+  // complete or pending object comes back with its group, pin and put; every object is
+  // leased until `lease_horizon_unix_ms` (the old master's promise: no lease it granted ends
+  // later), and removed or superseded entries are freed only then.
+  // ALREADY_EXISTS when the id is mounted; INVALID_ARGUMENT for a bad id or segment.
+  Result<RejoinResult> RejoinSegment(SegmentInfo info,
+                                     std::span<const proto::IndexEntry* const> entries,
+                                     int64_t lease_horizon_unix_ms);
+  // The segment's journal, for the store's PullIndex; null if not mounted or keeping none.
+  std::shared_ptr<Segment> FindSegment(uint64_t segment_id) const {
+    return segments_.Find(segment_id);
+  }
 
   // ---- objects ----
   BatchPutStartResult BatchPutStart(std::span<const PutStartItem> items,
@@ -157,6 +189,7 @@ class PoolMetadata {
   struct DeferredFree {
     int64_t free_at_ms = 0;
     std::vector<PlacedReplica> replicas;
+    uint64_t put_id = 0;  // the put the bytes belong to, for the stores' DROP records
   };
   struct EvictionCandidate;
 
@@ -169,7 +202,21 @@ class PoolMetadata {
       uint64_t length, uint32_t copies, std::vector<std::shared_ptr<Segment>>* segments);
 
   // Erases `key` (REQUIRES: shard.mu held) and returns its copies for the caller to free.
-  std::vector<PlacedReplica> EraseLocked(ObjectShard& shard, std::string_view key);
+  // Tells each copy's store first (`op`: DROP, or REMOVE when the bytes stay until a lease
+  // ends), so the record is in the journal before the bytes can be placed again.
+  std::vector<PlacedReplica> EraseLocked(ObjectShard& shard, std::string_view key,
+                                         proto::IndexRecord::Op op = proto::IndexRecord::DROP);
+  // Appends `record` to the journal of the copy's segment; the sequence number, or 0 when the
+  // store keeps no index.
+  static uint64_t Journal(const PlacedReplica& replica, proto::IndexRecord record);
+  // Wall-clock milliseconds (what stores keep) for a time of clock_, and back.
+  int64_t UnixMs(int64_t clock_ms) const;
+  int64_t ClockMs(int64_t unix_ms) const;
+  // Promises every journaled segment a lease horizon well past the default lease, so reads
+  // rarely wait for one (RunMaintenance).
+  void ExtendLeaseHorizons(int64_t now_ms);
+  // Frees the copies after telling their stores (DROP of `put_id`).
+  static void DropAndFree(const std::vector<PlacedReplica>& replicas, uint64_t put_id);
   // Erases `key` if it is still the put `put_id` and frees its space.
   void AbandonPut(std::string_view key, uint64_t put_id);
 
@@ -197,6 +244,9 @@ class PoolMetadata {
   std::atomic<uint64_t> next_put_id_{1};
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> rejoined_segments_{0};
+  std::atomic<uint64_t> rebuilt_objects_{0};
+  std::atomic<uint64_t> rebuild_ns_{0};
 
   std::mutex deferred_mu_;
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_

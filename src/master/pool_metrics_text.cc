@@ -42,6 +42,16 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
          stats.hits);
   metric("kvpool_master_misses_total", "counter", "BatchGetReplicas keys absent or pending.",
          stats.misses);
+  metric("kvpool_master_rejoined_segments_total", "counter",
+         "Segments taken back from the index their store kept (after a master restart or failover).",
+         stats.rejoined_segments);
+  metric("kvpool_master_rebuilt_objects_total", "counter",
+         "Objects those rejoins brought back into the index.", stats.rebuilt_objects);
+  out->append(fmt::format(
+      "# HELP kvpool_master_rebuild_seconds_total Time spent rebuilding the index from rejoining "
+      "stores.\n# TYPE kvpool_master_rebuild_seconds_total counter\n"
+      "kvpool_master_rebuild_seconds_total {:.6f}\n",
+      stats.rebuild_seconds));
 
   auto per_segment = [&](std::string_view name, std::string_view help, auto value_of) {
     out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));

@@ -8,11 +8,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "master/offset_allocator.h"
+#include "master/segment_journal.h"
 
 namespace kvpool::master {
 
@@ -24,6 +28,7 @@ struct SegmentInfo {
   std::string tcp_address;
   std::string shm_socket;
   uint64_t size = 0;
+  bool keeps_index = false;  // the store keeps this segment's index (it has a journal)
 };
 
 class Segment {
@@ -37,6 +42,9 @@ class Segment {
   uint64_t id() const { return info_.id; }
 
   std::optional<OffsetAllocator::Allocation> Allocate(uint64_t size);
+  // OffsetAllocator::Restore on this (fresh) segment.
+  std::optional<std::vector<OffsetAllocator::Handle>> Restore(
+      std::span<const OffsetAllocator::Range> ranges);
   // REQUIRES: `handle` is a live allocation of this segment.
   void Free(OffsetAllocator::Handle handle);
 
@@ -50,7 +58,11 @@ class Segment {
   // A dead segment was unmounted: nothing new may be placed on it or attached to an object.
   // Frees into it stay harmless (the allocator lives as long as any replica refers to it).
   bool alive() const { return alive_.load(std::memory_order_acquire); }
-  void MarkDead() { alive_.store(false, std::memory_order_release); }
+  // Also closes the journal: nobody waits on a store that is gone.
+  void MarkDead();
+
+  // Changes to the store's copy of the index; null when the store keeps none.
+  SegmentJournal* journal() const { return journal_.get(); }
 
  private:
   const SegmentInfo info_;
@@ -60,6 +72,7 @@ class Segment {
   std::atomic<uint64_t> used_bytes_{0};
   std::atomic<uint64_t> allocations_{0};
   std::atomic<bool> alive_{true};
+  const std::unique_ptr<SegmentJournal> journal_;
 };
 
 }  // namespace kvpool::master

@@ -23,11 +23,14 @@ namespace kvpool::master {
 
 class SegmentTable {
  public:
-  explicit SegmentTable(uint64_t alignment) : alignment_(alignment) {}
+  explicit SegmentTable(uint64_t alignment);
 
   // Registers a segment under a fresh id (info.id is ignored) and counts the mount as a
   // heartbeat from its store.
   std::shared_ptr<Segment> Mount(SegmentInfo info, int64_t now_ms);
+  // Registers a segment under the id it had before (info.id): a store rejoining a new master
+  // with its index. Null when that id is mounted already. Later fresh ids are above it.
+  std::shared_ptr<Segment> MountWithId(SegmentInfo info, int64_t now_ms);
 
   // Takes the segment out of the table and marks it dead; null if `id` is not mounted.
   std::shared_ptr<Segment> Remove(uint64_t id);
@@ -53,7 +56,11 @@ class SegmentTable {
  private:
   const uint64_t alignment_;
   mutable std::shared_mutex mu_;
-  uint64_t next_id_ = 1;                                              // guarded by mu_
+  // Fresh ids start at the wall clock's milliseconds, so a restarted master or a new leader
+  // does not hand out an id that a segment still rejoining had under the one before (a
+  // client that cached that id would reach the wrong store). Below 2^48: clients name part
+  // p's segment id as (p << 48) | id.
+  uint64_t next_id_;                                                  // guarded by mu_
   std::unordered_map<uint64_t, std::shared_ptr<Segment>> segments_;  // guarded by mu_
   std::unordered_map<std::string, int64_t> store_last_seen_ms_;      // guarded by mu_
 };

@@ -29,6 +29,9 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_backoff_ms);
+  // A rejoin carries the segment's whole index; index pulls carry thousands of keys.
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(-1);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -59,12 +62,17 @@ void MountClient::Interrupt() {
 }
 
 Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
-  context.set_wait_for_ready(true);
-  if (!Enter(&context)) return Unavailable("storage service is stopping");
   proto::MountSegmentRequest request;
   *request.mutable_segment() = endpoint;
+  return Mount(std::move(request), rpc_timeout_);
+}
+
+Result<MountGrant> MountClient::Mount(proto::MountSegmentRequest request,
+                                      std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_wait_for_ready(true);
+  if (!Enter(&context)) return Unavailable("storage service is stopping");
   request.set_part(part_);
   proto::MountSegmentReply reply;
   grpc::Status rpc = stub_->MountSegment(&context, request, &reply);
@@ -72,7 +80,7 @@ Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
   if (rpc.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       rpc.error_code() == grpc::StatusCode::UNAVAILABLE) {
     return Unavailable(fmt::format("master at {} unreachable within {} ms (MountSegment){}",
-                                   address_, rpc_timeout_.count(),
+                                   address_, timeout.count(),
                                    rpc.error_message().empty() ? "" : ": " + rpc.error_message()));
   }
   if (rpc.error_code() == grpc::StatusCode::CANCELLED) {
@@ -88,7 +96,25 @@ Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
     return Internal(fmt::format("master at {} mounted the segment under id 0", address_));
   }
   return MountGrant{reply.segment_id(), std::chrono::milliseconds(reply.heartbeat_ttl_ms()),
-                    std::chrono::milliseconds(reply.max_lease_ms())};
+                    std::chrono::milliseconds(reply.max_lease_ms()), reply.rebuilt_objects()};
+}
+
+Result<proto::PullIndexReply> MountClient::PullIndex(uint64_t segment_id, uint64_t journal_id,
+                                                     uint64_t acked_seq) {
+  grpc::ClientContext context;
+  // The master answers within half the deadline (its long-poll wait shrinks to fit).
+  context.set_deadline(std::chrono::system_clock::now() + std::max(rpc_timeout_, std::chrono::milliseconds(1000)));
+  if (!Enter(&context)) return Unavailable("storage service is stopping");
+  proto::PullIndexRequest request;
+  request.set_segment_id(segment_id);
+  request.set_journal_id(journal_id);
+  request.set_acked_seq(acked_seq);
+  proto::PullIndexReply reply;
+  grpc::Status rpc = stub_->PullIndex(&context, request, &reply);
+  Leave(&context);
+  if (!rpc.ok()) return FromGrpcStatus(rpc, "PullIndex", address_);
+  if (reply.code() != proto::OK) return ReplyStatus(reply.code(), reply.message(), "PullIndex");
+  return reply;
 }
 
 Result<std::vector<uint64_t>> MountClient::Heartbeat(const std::string& store_id,

@@ -23,6 +23,7 @@ struct MountGrant {
   uint64_t segment_id = 0;
   std::chrono::milliseconds heartbeat_ttl{0};  // silent longer than this => dropped
   std::chrono::milliseconds max_lease{0};      // longest read lease the master hands out
+  uint64_t rebuilt_objects = 0;                // a rejoin: objects the master took back
 };
 
 class MountClient {
@@ -39,6 +40,14 @@ class MountClient {
   // Waits up to rpc_timeout for the master to become reachable: a store started alongside its
   // master should not fail because it won the race. An unreachable master is UNAVAILABLE.
   Result<MountGrant> Mount(const proto::SegmentEndpoint& endpoint);
+  // Mounts with everything `request` says (keeps_index; a rejoin's id and index). The part
+  // is filled in here. A rejoin carries a whole index, so it may take up to `timeout`.
+  Result<MountGrant> Mount(proto::MountSegmentRequest request, std::chrono::milliseconds timeout);
+
+  // The store's long poll for changes to its index: confirms `acked_seq` of `journal_id` and
+  // returns the next records. STALE when the master does not know the segment.
+  Result<proto::PullIndexReply> PullIndex(uint64_t segment_id, uint64_t journal_id,
+                                          uint64_t acked_seq);
 
   // Reports the store alive. Returns the ids among `segment_ids` the master does not know
   // (it dropped them); an error when the master could not be reached.

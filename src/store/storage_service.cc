@@ -20,6 +20,12 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string RandomStoreId() {
   std::random_device rd;
   std::uniform_int_distribution<uint64_t> dist;
@@ -137,14 +143,21 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   service->master_ = std::make_unique<MountClient>(options.master_address, options.part, options.rpc_timeout);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
+  if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
   return service;
 }
 
 StorageService::~StorageService() { Stop(); }
 
 Status StorageService::MountAndServe() {
-  auto grant = master_->Mount(endpoint_);
+  // A fresh mount: the master has nothing in the segment, and neither has its index.
+  index_.Clear();
+  proto::MountSegmentRequest request;
+  *request.mutable_segment() = endpoint_;
+  request.set_keeps_index(options_.keep_index);
+  auto grant = master_->Mount(std::move(request), options_.rpc_timeout);
   if (!grant.ok()) return grant.status();
+  ++mount_generation_;
   server_->Serve(transfer::ServedSegment{grant->segment_id, memory_->base(), memory_->size(),
                                          memory_->fd()});
   segment_id_ = grant->segment_id;
@@ -162,6 +175,72 @@ Status StorageService::MountAndServe() {
                  store_id_, options_.heartbeat_interval.count(), grant->heartbeat_ttl.count());
   }
   return Status::Ok();
+}
+
+Status StorageService::Rejoin(uint64_t id) {
+  proto::MountSegmentRequest request;
+  *request.mutable_segment() = endpoint_;
+  request.mutable_segment()->set_segment_id(id);
+  request.set_keeps_index(true);
+  request.set_rejoin_segment_id(id);
+  index_.Snapshot(&request);
+  const int entries = request.entries_size();
+  auto grant = master_->Mount(std::move(request), options_.rejoin_timeout);
+  if (!grant.ok()) return grant.status();
+  if (grant->segment_id != id) {
+    return Internal(fmt::format("master {} took segment {} back under id {}",
+                                master_->master_address(), id, grant->segment_id));
+  }
+  ++mount_generation_;
+  ++rejoins_;
+  {
+    std::lock_guard lock(mu_);
+    max_lease_ = grant->max_lease;
+  }
+  spdlog::info("store {}: master {} did not know segment {}; rejoined with its index "
+               "({} entries, {} objects taken back)",
+               store_id_, master_->master_address(), id, entries, grant->rebuilt_objects);
+  return Status::Ok();
+}
+
+void StorageService::IndexLoop() {
+  uint64_t generation = 0;
+  uint64_t journal_id = 0;
+  uint64_t applied = 0;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const uint64_t id = segment_id_;
+    if (id == 0) {
+      wake_.wait_for(lock, milliseconds(100), [this] { return stopping_; });
+      continue;
+    }
+    if (mount_generation_ != generation) {
+      generation = mount_generation_;
+      journal_id = 0;
+      applied = 0;
+    }
+    lock.unlock();
+    auto reply = master_->PullIndex(id, journal_id, applied);
+    if (reply.ok() && generation == mount_generation_) {
+      if (reply->journal_id() != journal_id) {
+        // A journal new to us: what it numbered before first_seq was confirmed by nobody else.
+        journal_id = reply->journal_id();
+        applied = reply->first_seq() > 0 ? reply->first_seq() - 1 : 0;
+      }
+      const int64_t now = WallClockMs();
+      for (int i = 0; i < reply->records_size(); ++i) {
+        const uint64_t seq = reply->first_seq() + static_cast<uint64_t>(i);
+        if (seq <= applied) continue;  // a resend of what we applied already
+        if (seq != applied + 1) break;  // a gap: ask again from what we have
+        index_.Apply(reply->records(i), now);
+        applied = seq;
+      }
+    }
+    lock.lock();
+    // A master that is away or does not know the segment: the heartbeat thread deals with
+    // it; ask again shortly.
+    if (!reply.ok()) wake_.wait_for(lock, milliseconds(100), [this] { return stopping_; });
+  }
 }
 
 void StorageService::HeartbeatLoop() {
@@ -197,10 +276,22 @@ void StorageService::Beat(uint64_t id) {
   NoteMasterReachable(true, Status::Ok());
   if (std::find(unknown->begin(), unknown->end(), id) == unknown->end()) return;
 
-  // The master dropped us: its metadata for `id` is gone. Refuse tcp requests for it now;
+  // The master does not know the segment: give it back with its index and serve on.
+  Status rejoined = options_.keep_index ? Rejoin(id) : Unavailable("this store keeps no index");
+  if (rejoined.ok()) return;
+  if (options_.keep_index &&
+      (rejoined.code() == StatusCode::kUnavailable || rejoined.code() == StatusCode::kTimeout)) {
+    NoteMasterReachable(false, rejoined);  // asked again on the next beat
+    return;
+  }
+
+  // Refused: the master's metadata for `id` is gone for good. Refuse tcp requests for it now;
   // same-host clients read through their own mapping, so wait out every lease before the
   // memory may be handed out again under a new id (invariant 3).
+  spdlog::warn("store {}: master {} refused segment {} back ({})", store_id_,
+               master_->master_address(), id, rejoined.ToString());
   server_->Withdraw(id);
+  index_.Clear();
   segment_id_ = 0;
   std::lock_guard lock(mu_);
   remount_not_before_ = steady_clock::now() + max_lease_;
@@ -235,6 +326,7 @@ void StorageService::Stop() {
   wake_.notify_all();
   if (master_) master_->Interrupt();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  if (index_thread_.joinable()) index_thread_.join();
 
   // Unmount first so the master stops placing objects here, then stop serving.
   const uint64_t id = segment_id_.exchange(0);

@@ -4,11 +4,16 @@
 //
 // Lifecycle of the segment id (architecture.md, invariant 3):
 //   Start     MountSegment -> id A; serve A; heartbeat every heartbeat_interval.
-//   dropped   a heartbeat reply lists A as unknown (the master missed our beats, or restarted):
-//             withdraw A at once (tcp requests for A now fail STALE), then wait max_lease_ms
-//             before remounting. Same-host clients copy through their own mapping of the memfd
-//             and cannot be refused, so only waiting out every lease the master granted on A
-//             guarantees nobody still reads A's bytes when the master places new objects there.
+//   index     a second thread pulls the changes to A's index from the master (PullIndex) and
+//             applies them to the store's copy (segment_index.h, invariant 8).
+//   unknown   a heartbeat reply lists A as unknown (the master restarted, a standby took over,
+//             or it dropped us after missed beats): rejoin at once — MountSegment with id A and
+//             the index — and keep serving A; the master takes its objects back.
+//   dropped   only when the rejoin is refused: withdraw A at once (tcp requests for A now fail
+//             STALE), forget the index, then wait max_lease_ms before remounting. Same-host
+//             clients copy through their own mapping of the memfd and cannot be refused, so
+//             only waiting out every lease the master granted on A guarantees nobody still
+//             reads A's bytes when the master places new objects there.
 //   remount   MountSegment -> id B; serve B. Repeated every interval until the master answers.
 //   Stop      UnmountSegment (best-effort, bounded by rpc_timeout), stop serving.
 // A master that stops answering is retried on every beat; the log gets one line when it
@@ -26,6 +31,7 @@
 
 #include "common/status.h"
 #include "store/mount_client.h"
+#include "store/segment_index.h"
 #include "store/segment_memory.h"
 #include "transfer/segment_server.h"
 
@@ -46,6 +52,11 @@ struct StorageOptions {
   bool use_huge_pages = true;
   bool lock_memory = false;  // mlock the segment, best-effort
   int io_threads = 2;        // the SegmentServer's tcp threads
+  // Keep a copy of the segment's index (invariant 8). Without it the master answers puts
+  // without waiting for this store, and a master restart or failover loses its objects.
+  bool keep_index = true;
+  // A rejoin sends the whole index (1M objects are ~100 MB); it may take this long.
+  std::chrono::milliseconds rejoin_timeout{30000};
 };
 
 class StorageService {
@@ -71,6 +82,10 @@ class StorageService {
   const SegmentMemory& memory() const { return *memory_; }
   // How many times the segment was remounted after the master dropped it.
   uint64_t remounts() const { return remounts_.load(); }
+  // How many times a master that did not know the segment took it back with its index.
+  uint64_t rejoins() const { return rejoins_.load(); }
+  // Entries in the store's copy of the segment's index.
+  size_t indexed_objects() const { return index_.size(); }
 
   // Unmounts on the master (best-effort, bounded by rpc_timeout), stops serving and removes
   // the unix socket. Idempotent and thread-safe; returns once everything has stopped.
@@ -81,7 +96,11 @@ class StorageService {
 
   // Mounts the segment and serves it under the id the master gives.
   Status MountAndServe();
+  // Gives segment `id` and its index to a master that does not know it. OK: serving on.
+  Status Rejoin(uint64_t id);
   void HeartbeatLoop();
+  // Pulls and applies the changes to the index while a segment is mounted.
+  void IndexLoop();
   // One beat; starts the drop handling when the master no longer knows our segment.
   void Beat(uint64_t id);
   void NoteMasterReachable(bool reachable, const Status& why);
@@ -99,6 +118,11 @@ class StorageService {
 
   std::atomic<uint64_t> segment_id_{0};
   std::atomic<uint64_t> remounts_{0};
+  std::atomic<uint64_t> rejoins_{0};
+  SegmentIndex index_;
+  // Bumped whenever the master-side journal restarts (a mount or rejoin): the index thread
+  // starts over with the new journal instead of acknowledging the old one's numbering.
+  std::atomic<uint64_t> mount_generation_{0};
 
   std::mutex mu_;
   std::condition_variable wake_;
@@ -111,6 +135,7 @@ class StorageService {
   std::mutex stop_mu_;  // serialises Stop(); held for its whole run
   bool stopped_ = false;  // guarded by stop_mu_
   std::thread heartbeat_thread_;
+  std::thread index_thread_;
 };
 
 }  // namespace kvpool::store

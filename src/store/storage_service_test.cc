@@ -44,6 +44,13 @@ class FakeMaster final : public proto::Master::Service {
   grpc::Status MountSegment(grpc::ServerContext*, const proto::MountSegmentRequest* request,
                             proto::MountSegmentReply* reply) override {
     std::lock_guard lock(mu_);
+    if (request->rejoin_segment_id() != 0) {
+      // This master never takes a segment back: the store falls back to a fresh mount.
+      ++refused_rejoins_;
+      reply->set_code(proto::STALE);
+      reply->set_message("test master refuses rejoins");
+      return grpc::Status::OK;
+    }
     mounts_.push_back({request->segment(), steady_clock::now()});
     if (refuse_mounts_) {
       reply->set_code(proto::NO_SPACE);
@@ -122,6 +129,10 @@ class FakeMaster final : public proto::Master::Service {
     std::lock_guard lock(mu_);
     return unmounts_;
   }
+  int refused_rejoins() {
+    std::lock_guard lock(mu_);
+    return refused_rejoins_;
+  }
   steady_clock::time_point drop_reported_at() {
     std::lock_guard lock(mu_);
     return drop_reported_at_;
@@ -145,6 +156,7 @@ class FakeMaster final : public proto::Master::Service {
   std::vector<proto::HeartbeatRequest> heartbeats_;
   std::vector<uint64_t> unmounts_;
   steady_clock::time_point drop_reported_at_;
+  int refused_rejoins_ = 0;
 };
 
 // A port nothing listens on (bound, then released).
@@ -282,7 +294,7 @@ TEST_F(StorageServiceTest, HeartbeatsFlowWithTheSegmentId) {
   EXPECT_EQ(store->remounts(), 0u);
 }
 
-TEST_F(StorageServiceTest, RemountsAfterMaxLeaseWhenDropped) {
+TEST_F(StorageServiceTest, RemountsAfterMaxLeaseWhenTheRejoinIsRefused) {
   master_.max_lease_ms = 300;
   auto store = StartStore(Options());
   ASSERT_NE(store, nullptr);
@@ -300,6 +312,8 @@ TEST_F(StorageServiceTest, RemountsAfterMaxLeaseWhenDropped) {
   while (store->segment_id() != 2 && steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
   ASSERT_EQ(store->segment_id(), 2u);
   EXPECT_EQ(store->remounts(), 1u);
+  EXPECT_EQ(master_.refused_rejoins(), 1);
+  EXPECT_EQ(store->rejoins(), 0u);
 
   // The old id is refused; the new one serves the same memory.
   Status stale = RoundTrip(*store, 1, false, "x", 0);
