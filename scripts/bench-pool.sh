@@ -14,11 +14,7 @@ rm -f "$RESULTS"/*.jsonl "$RESULTS"/*.json
 cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j "$(nproc)" kvpool kvpool_kv_baseline_bench kvpool_master_bench kvpool_transfer_bench >/dev/null
 KVPOOL=build/src/cli/kvpool
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/processes.sh
 
 SIZES=${SIZES:-"64KiB 256KiB 1MiB 4MiB 8MiB"}
 PHASE_BYTES=${PHASE_BYTES:-512MiB}
