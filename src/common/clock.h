@@ -30,6 +30,14 @@ class SteadyClock final : public Clock {
   }
 };
 
+// Wall-clock milliseconds since the Unix epoch: what outlives one process (the stores' copy
+// of the index, ids that a restarted master must not repeat). Not for measuring intervals.
+inline int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Time moves only when a test says so.
 class ManualClock final : public Clock {
  public:

@@ -101,7 +101,6 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
       return grpc::Status::OK;
     }
     info.id = request->rejoin_segment_id();
-    const auto start = std::chrono::steady_clock::now();
     auto rejoined = pool_->RejoinSegment(
         std::move(info),
         std::span<const proto::IndexEntry* const>(request->entries().data(), request->entries_size()),
@@ -110,12 +109,10 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
     if (!rejoined.ok()) return grpc::Status::OK;
     reply->set_segment_id(rejoined->info.id);
     reply->set_rebuilt_objects(rejoined->objects);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     spdlog::info("segment {} of store {} rejoined: {} objects back, {} held until the lease "
                  "horizon, {} malformed entries skipped, in {:.3f} s",
                  rejoined->info.id, rejoined->info.store_id, rejoined->objects, rejoined->held,
-                 rejoined->skipped, seconds);
+                 rejoined->skipped, rejoined->seconds);
     return grpc::Status::OK;
   }
   auto mounted = pool_->MountSegment(std::move(info));

@@ -50,12 +50,6 @@ void NoteSegments(const std::vector<PlacedReplica>& replicas,
   }
 }
 
-int64_t WallClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A record naming an entry of the store's index by where it is and which put placed it.
 proto::IndexRecord RecordOf(proto::IndexRecord::Op op, uint64_t offset, uint64_t put_id) {
   proto::IndexRecord record;

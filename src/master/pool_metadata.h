@@ -131,6 +131,7 @@ struct RejoinResult {
   uint64_t objects = 0;  // entries that are objects in the index again
   uint64_t held = 0;     // entries whose bytes stay reserved until the lease horizon only
   uint64_t skipped = 0;  // malformed entries (outside the segment, overlapping, bad key)
+  double seconds = 0;    // how long the rebuild took
 };
 
 class PoolMetadata {

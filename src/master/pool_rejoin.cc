@@ -137,10 +137,10 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
   }
   rejoined_segments_.fetch_add(1, std::memory_order_relaxed);
   rebuilt_objects_.fetch_add(result.objects, std::memory_order_relaxed);
-  rebuild_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                  std::chrono::steady_clock::now() - started)
-                                                  .count()),
-                        std::memory_order_relaxed);
+  const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - started);
+  rebuild_ns_.fetch_add(static_cast<uint64_t>(took.count()), std::memory_order_relaxed);
+  result.seconds = std::chrono::duration<double>(took).count();
   result.info = segment->info();
   return result;
 }

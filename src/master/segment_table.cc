@@ -1,21 +1,23 @@
 #include "master/segment_table.h"
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
+
+#include "common/clock.h"
 
 namespace kvpool::master {
 
 SegmentTable::SegmentTable(uint64_t alignment)
-    : alignment_(alignment),
-      next_id_(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         std::chrono::system_clock::now().time_since_epoch())
-                                         .count())) {}
+    : alignment_(alignment), next_id_(static_cast<uint64_t>(WallClockMs())) {}
 
 std::shared_ptr<Segment> SegmentTable::MountWithId(SegmentInfo info, int64_t now_ms) {
   std::unique_lock lock(mu_);
   if (info.id == 0 || segments_.count(info.id) != 0) return nullptr;
   next_id_ = std::max(next_id_, info.id + 1);
+  return InsertLocked(std::move(info), now_ms);
+}
+
+std::shared_ptr<Segment> SegmentTable::InsertLocked(SegmentInfo info, int64_t now_ms) {
   auto segment = std::make_shared<Segment>(std::move(info), alignment_);
   segments_.emplace(segment->id(), segment);
   store_last_seen_ms_[segment->info().store_id] = now_ms;
@@ -25,10 +27,7 @@ std::shared_ptr<Segment> SegmentTable::MountWithId(SegmentInfo info, int64_t now
 std::shared_ptr<Segment> SegmentTable::Mount(SegmentInfo info, int64_t now_ms) {
   std::unique_lock lock(mu_);
   info.id = next_id_++;
-  auto segment = std::make_shared<Segment>(std::move(info), alignment_);
-  segments_.emplace(segment->id(), segment);
-  store_last_seen_ms_[segment->info().store_id] = now_ms;
-  return segment;
+  return InsertLocked(std::move(info), now_ms);
 }
 
 std::shared_ptr<Segment> SegmentTable::Remove(uint64_t id) {

@@ -54,6 +54,9 @@ class SegmentTable {
   uint64_t used_bytes() const;
 
  private:
+  // Adds a segment under info.id and counts it as a heartbeat. REQUIRES: mu_ held exclusively.
+  std::shared_ptr<Segment> InsertLocked(SegmentInfo info, int64_t now_ms);
+
   const uint64_t alignment_;
   mutable std::shared_mutex mu_;
   // Fresh ids start at the wall clock's milliseconds, so a restarted master or a new leader

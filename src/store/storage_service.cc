@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/byte_size.h"
+#include "common/clock.h"
 #include "transfer/transfer_engine.h"
 
 namespace kvpool::store {
@@ -19,12 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-int64_t WallClockMs() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string RandomStoreId() {
   std::random_device rd;
