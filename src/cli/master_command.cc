@@ -23,6 +23,20 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
       ->check(CLI::Range(100, 3'600'000))->capture_default_str();
   cmd->add_option("--heartbeat-ttl-ms", o.heartbeat_ttl_ms, "a store silent this long is dropped")
       ->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  cmd->add_option("--etcd", o.etcd,
+                  "etcd endpoints HOST:PORT[,HOST:PORT...]: run as one of several masters of the part, leading "
+                  "only while etcd's election names it (env KVPOOL_ETCD)")
+      ->envname("KVPOOL_ETCD");
+  cmd->add_option("--advertise", o.advertise,
+                  "with --etcd: the gRPC HOST:PORT clients and stores are sent to (default: the listen address)")
+      ->check(HostPort());
+  cmd->add_option("--leader-ttl-s", o.leader_ttl_s, "with --etcd: the leader's lease; a dead leader is replaced "
+                                                     "within about this long")
+      ->check(CLI::Range(2, 600))->capture_default_str();
+  cmd->add_option("--takeover-grace-ms", o.takeover_grace_ms,
+                  "with --etcd: a new leader answers only stores for this long, so they rejoin before clients "
+                  "are answered (keep it above the stores' --heartbeat-interval-ms)")
+      ->check(CLI::Range(0, 60'000))->capture_default_str();
 }
 
 // "http://HOST:PORT/metrics" with the port actually bound, or "off".
@@ -43,10 +57,12 @@ void AddMasterCommand(CLI::App& app) {
       ExitCode() = 1;
       return;
     }
-    spdlog::info("kvpool master of part {} listening on {} (metrics: {})", options.part, (*server)->address(),
-                 MetricsUrl(options, **server));
+    spdlog::info("kvpool master of part {} listening on {} (metrics: {}{})", options.part, (*server)->address(),
+                 MetricsUrl(options, **server),
+                 options.etcd.empty() ? "" : "; campaigning for leadership in etcd " + options.etcd);
     const int sig = WaitForShutdownSignal();
     spdlog::info("signal {}: shutting down", sig);
+    (*server)->HandOver();
     (*server)->Shutdown();
   });
 }

@@ -18,8 +18,13 @@ void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_hel
   auto* master = cmd->add_option("--master", flags.master, master_help + " (env KVPOOL_MASTER)")->check(HostPort());
   auto* pool = cmd->add_option("--pool", flags.pool, "pool parts: part0=HOST:PORT,part1=HOST:PORT,... (env KVPOOL_POOL)");
   auto* file = cmd->add_option("--pool-file", flags.pool_file, "pool parts from a file: one `partK = HOST:PORT` per line");
-  master->excludes(pool)->excludes(file);
-  pool->excludes(file);
+  auto* etcd = cmd->add_option("--etcd", flags.etcd,
+                               "etcd endpoints HOST:PORT[,...]: follow the masters etcd elects (env KVPOOL_ETCD)");
+  cmd->add_option("--parts", flags.parts, "with --etcd: how many parts the pool has (default 1)")
+      ->check(CLI::Range(1, 1024))->needs(etcd);
+  master->excludes(pool)->excludes(file)->excludes(etcd);
+  pool->excludes(file)->excludes(etcd);
+  file->excludes(etcd);
   cmd->add_option("--stage-parts", flags.stage_parts,
                   "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
 }
@@ -32,10 +37,16 @@ Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags) {
     parts = client::ParsePoolSpec(flags.pool);
   } else if (!flags.pool_file.empty()) {
     parts = client::ReadPoolFile(flags.pool_file);
+  } else if (!flags.etcd.empty()) {
+    parts = client::PoolParts::Elected(flags.etcd, flags.parts ? flags.parts : 1);
+    if (Status s = parts->Validate(); !s.ok()) parts = s;
   } else if (const std::string env = Env("KVPOOL_POOL"); !env.empty()) {
     parts = client::ParsePoolSpec(env);
   } else if (const std::string env = Env("KVPOOL_MASTER"); !env.empty()) {
     parts = client::ParsePoolSpec(env);
+  } else if (const std::string env = Env("KVPOOL_ETCD"); !env.empty()) {
+    parts = client::PoolParts::Elected(env, flags.parts ? flags.parts : 1);
+    if (Status s = parts->Validate(); !s.ok()) parts = s;
   } else {
     return std::optional<client::PoolParts>();
   }

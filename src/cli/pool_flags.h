@@ -2,8 +2,10 @@
 //   --master HOST:PORT       a one-part pool (env KVPOOL_MASTER)
 //   --pool part0=H:P,...     the parts, inline (env KVPOOL_POOL)
 //   --pool-file FILE         the parts, from a file (client/pool_parts.h has the format)
+//   --etcd HOST:PORT,...     the parts' masters are elected in etcd (env KVPOOL_ETCD);
+//   --parts N                  how many parts (default 1)
 //   --stage-parts 0,1,...    which part holds each pipeline stage (default: stage mod N)
-// At most one of --master / --pool / --pool-file; flags win over the environment.
+// At most one of --master / --pool / --pool-file / --etcd; flags win over the environment.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,7 +19,8 @@
 namespace kvpool::cli {
 
 struct PoolFlags {
-  std::string master, pool, pool_file, stage_parts;
+  std::string master, pool, pool_file, stage_parts, etcd;
+  uint32_t parts = 0;  // with --etcd; 0 = not given
 };
 
 // `master_help` describes --master for this subcommand.

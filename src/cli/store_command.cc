@@ -37,10 +37,12 @@ void AddStoreCommand(CLI::App& app) {
   AddStoreOptions(cmd, options);
   cmd->callback([] {
     auto pool = ResolvePool(pool_flags);
-    if (pool.ok() && !pool->has_value()) pool = InvalidArgument("name the pool: --master, --pool or --pool-file");
+    if (pool.ok() && !pool->has_value())
+      pool = InvalidArgument("name the pool: --master, --pool, --pool-file or --etcd");
     // --master names part K's master itself; a pool list must have part K.
     const bool direct = !pool_flags.master.empty();
-    if (pool.ok() && !direct && options.part >= (*pool)->size()) {
+    // With etcd, any part may be joined: its masters campaign in their own election.
+    if (pool.ok() && !direct && (*pool)->etcd.empty() && options.part >= (*pool)->size()) {
       pool = InvalidArgument(fmt::format("part {} is not in the pool (it has parts 0 to {})", options.part,
                                          (*pool)->size() - 1));
     }
@@ -49,7 +51,8 @@ void AddStoreCommand(CLI::App& app) {
       ExitCode() = 2;
       return;
     }
-    options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
+    options.etcd = (*pool)->etcd;
+    if (options.etcd.empty()) options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
     auto service = store::StorageService::Start(options);
     if (!service.ok()) {
       spdlog::error("cannot start the storage service: {}", service.status().ToString());
@@ -57,7 +60,9 @@ void AddStoreCommand(CLI::App& app) {
       return;
     }
     spdlog::info("kvpool store: {} segment {} of part {} (master {}) served on {}", FormatByteSize(options.memory_bytes),
-                 (*service)->segment_id(), options.part, options.master_address, (*service)->tcp_address());
+                 (*service)->segment_id(), options.part,
+                 options.etcd.empty() ? options.master_address : "elected in etcd " + options.etcd,
+                 (*service)->tcp_address());
     const int sig = WaitForShutdownSignal();
     spdlog::info("signal {}: unmounting and shutting down", sig);
     (*service)->Stop();

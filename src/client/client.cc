@@ -7,8 +7,10 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
+#include "client/master_directory.h"
 #include "client/part_calls.h"
 #include "proto/status_conversion.h"
 #include "proto/master.grpc.pb.h"
@@ -20,6 +22,9 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 using std::chrono::milliseconds;
 
 SteadyTime Now() { return std::chrono::steady_clock::now(); }
+
+// How soon a call that found its part's master gone asks etcd again for a new one.
+constexpr milliseconds kLeaderRecheck{100};
 
 transfer::SegmentEndpoint ToEndpoint(const proto::SegmentEndpoint& p) {
   transfer::SegmentEndpoint e;
@@ -44,28 +49,11 @@ bool MayStillBeWriting(const Status& s) {
 constexpr int kPartShift = 48;
 uint64_t EngineSegmentId(uint32_t part, uint64_t id) { return (uint64_t{part} << kPartShift) | id; }
 
-// gRPC backs off up to 120 s between reconnects by default; a part whose link came back must
-// be used again within a second. Pings notice a link that died under an open connection, so
-// later calls fail at once instead of each waiting out its deadline.
-std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  args.SetMaxSendMessageSize(256 << 20);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 4000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 4000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 }  // namespace
 
 struct Client::Impl {
   ClientOptions options;
-  std::vector<std::unique_ptr<proto::Master::Stub>> stubs;  // one per part
+  std::unique_ptr<MasterDirectory> masters;  // each part's master
   transfer::TransferEngine engine;
 
   std::mutex segments_mu;
@@ -73,21 +61,54 @@ struct Client::Impl {
 
   explicit Impl(const ClientOptions& o) : options(o), engine(o.transfer) {}
 
-  const std::string& Address(uint32_t part) const { return options.pool.masters[part]; }
+  std::string Address(uint32_t part) const { return masters->Address(part); }
 
   Status RpcError(const grpc::Status& s, const char* method, uint32_t part) const {
     return FromGrpcStatus(s, method, Address(part));
   }
 
+  // Runs the calls (one per part, concurrently) within rpc_timeout. In a pool elected in etcd,
+  // a call that came back UNAVAILABLE (its leader died, or a standby answered) is sent again
+  // to whichever master etcd names next, until the timeout: a failover costs a call time, not
+  // an error.
   template <class Call, class Prepare>
   void Run(std::vector<Call>& calls, Prepare prepare, bool wait_for_ready = false) const {
-    RunPartCalls(stubs, calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, prepare);
+    const SteadyTime deadline = Now() + options.rpc_timeout;
+    RunPartCalls(masters->Stubs(), calls, PartCallOptions{options.rpc_timeout, wait_for_ready}, prepare);
+    while (masters->follows_leaders()) {
+      std::vector<size_t> failed;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        if (calls[i].status.error_code() == grpc::StatusCode::UNAVAILABLE) failed.push_back(i);
+      }
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Now());
+      if (failed.empty() || left <= milliseconds(0)) return;
+      bool moved = false;
+      for (size_t i : failed) moved |= masters->Refresh(calls[i].part, left);
+      // etcd still names the failed master until its lease ends: ask again shortly.
+      if (!moved) std::this_thread::sleep_for(std::min(left, kLeaderRecheck));
+      std::vector<Call> again;
+      for (size_t i : failed) {
+        again.push_back(std::move(calls[i]));
+        again.back().reply.Clear();
+        again.back().status = grpc::Status();
+      }
+      const auto remaining = std::chrono::duration_cast<milliseconds>(deadline - Now());
+      if (remaining <= milliseconds(0)) {
+        for (size_t j = 0; j < failed.size(); ++j) {
+          calls[failed[j]] = std::move(again[j]);
+          calls[failed[j]].status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no leader answered in time");
+        }
+        return;
+      }
+      RunPartCalls(masters->Stubs(), again, PartCallOptions{remaining, wait_for_ready}, prepare);
+      for (size_t j = 0; j < failed.size(); ++j) calls[failed[j]] = std::move(again[j]);
+    }
   }
 
   // One call per part, in part order.
   template <class Call>
   std::vector<Call> CallsToEveryPart() const {
-    std::vector<Call> calls(stubs.size());
+    std::vector<Call> calls(masters->size());
     for (uint32_t p = 0; p < calls.size(); ++p) calls[p].part = p;
     return calls;
   }
@@ -139,7 +160,6 @@ struct Client::Impl {
     using Call = PartCall<proto::BatchGetReplicasRequest, proto::BatchGetReplicasReply>;
     std::vector<Call> calls = KeyCallsByPart<Call>(keys);
     for (Call& c : calls) c.request.set_lease_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.lease.count())));
-    const SteadyTime sent = Now();
     Run(
         calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchGetReplicas(ctx, c.request, cq); });
     std::optional<SteadyTime> lease_end;
@@ -153,7 +173,7 @@ struct Client::Impl {
       OpenSegments(c.part, c.reply.segments());
       // Invariant 1: bytes read after the lease ends may have been overwritten. The lookup's
       // deadline is the earliest of its parts'.
-      const SteadyTime part_lease_end = sent + milliseconds(c.reply.lease_ms());
+      const SteadyTime part_lease_end = c.sent + milliseconds(c.reply.lease_ms());
       lease_end = lease_end ? std::min(*lease_end, part_lease_end) : part_lease_end;
       for (size_t j = 0; j < c.keys.size(); ++j) {
         const size_t i = c.keys[j];
@@ -250,13 +270,17 @@ Client::~Client() = default;
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   KVPOOL_RETURN_IF_ERROR(options.pool.Validate());
   auto impl = std::make_unique<Impl>(options);
-  for (const std::string& address : options.pool.masters) impl->stubs.push_back(proto::Master::NewStub(MasterChannel(address)));
+  auto masters = MasterDirectory::Create(options.pool, options.rpc_timeout);
+  if (!masters.ok()) return masters.status();
+  impl->masters = *std::move(masters);
 
   using Call = PartCall<proto::DescribeRequest, proto::DescribeReply>;
   std::vector<Call> calls = impl->CallsToEveryPart<Call>();
   impl->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncDescribe(ctx, c.request, cq); },
-      /*wait_for_ready=*/true);
+      // A fixed master may still be starting: wait for it. An elected one was just named by
+      // etcd; if it is gone, fail fast and ask etcd again (Run).
+      /*wait_for_ready=*/!impl->masters->follows_leaders());
   const bool single = options.pool.size() == 1;
   const size_t answered = std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.status.ok(); });
   for (const Call& c : calls) {
@@ -316,7 +340,6 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
     opts->set_group(options.group);
     opts->set_pin_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.pin_ttl.count())));
   }
-  const SteadyTime sent = Now();
   impl_->Run(
       starts, [](auto& stub, auto* ctx, StartCall& c, auto* cq) { return stub.PrepareAsyncBatchPutStart(ctx, c.request, cq); });
 
@@ -334,7 +357,7 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
       continue;
     }
     impl_->OpenSegments(c.part, c.reply.segments());
-    deadline = std::min(deadline, sent + milliseconds(c.reply.put_timeout_ms() / 2));
+    deadline = std::min(deadline, c.sent + milliseconds(c.reply.put_timeout_ms() / 2));
     for (size_t j = 0; j < c.keys.size(); ++j) {
       const size_t i = c.keys[j];
       const proto::PutStartResult& r = c.reply.results(static_cast<int>(j));

@@ -24,6 +24,9 @@ struct PartCall {
   Request request;
   Reply reply;
   grpc::Status status;
+  // When the call whose reply this is was sent: leases and timeouts the master grants run from
+  // then (a call retried on a new leader is sent again).
+  std::chrono::steady_clock::time_point sent;
 };
 
 struct PartCallOptions {
@@ -35,7 +38,7 @@ struct PartCallOptions {
 // `prepare(stub, context, call, queue)` returns the method's PrepareAsync reader, e.g.
 //   [](auto& stub, auto* ctx, auto& c, auto* cq) { return stub.PrepareAsyncStat(ctx, c.request, cq); }
 template <class Call, class Prepare>
-void RunPartCalls(const std::vector<std::unique_ptr<proto::Master::Stub>>& stubs, std::vector<Call>& calls,
+void RunPartCalls(const std::vector<std::shared_ptr<proto::Master::Stub>>& stubs, std::vector<Call>& calls,
                   const PartCallOptions& options, Prepare prepare) {
   if (calls.empty()) return;
   const auto deadline = std::chrono::system_clock::now() + options.timeout;  // gRPC takes wall-clock deadlines
@@ -47,6 +50,7 @@ void RunPartCalls(const std::vector<std::unique_ptr<proto::Master::Stub>>& stubs
   for (size_t i = 0; i < calls.size(); ++i) {
     contexts[i].set_deadline(deadline);
     contexts[i].set_wait_for_ready(options.wait_for_ready);
+    calls[i].sent = std::chrono::steady_clock::now();
     readers.push_back(prepare(*stubs[calls[i].part], &contexts[i], calls[i], &queue));
     readers.back()->StartCall();
     readers.back()->Finish(&calls[i].reply, &calls[i].status, reinterpret_cast<void*>(i));

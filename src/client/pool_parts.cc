@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/host_port.h"
+#include "etcd/etcd_client.h"
 
 namespace kvpool::client {
 namespace {
@@ -49,6 +50,13 @@ PoolParts PoolParts::Single(std::string master_address) {
   return p;
 }
 
+PoolParts PoolParts::Elected(std::string etcd_endpoints, size_t parts) {
+  PoolParts p;
+  p.etcd = std::move(etcd_endpoints);
+  p.masters.assign(parts, "");
+  return p;
+}
+
 uint32_t PoolParts::PartOf(std::string_view key) const {
   const uint32_t n = static_cast<uint32_t>(masters.size());
   if (n == 1) return 0;
@@ -66,6 +74,7 @@ uint32_t PoolParts::PartOf(std::string_view key) const {
 }
 
 std::string PoolParts::ToString() const {
+  if (!etcd.empty()) return fmt::format("etcd={} parts={}", etcd, masters.size());
   std::string out;
   for (size_t k = 0; k < masters.size(); ++k) out += fmt::format("{}part{}={}", k ? "," : "", k, masters[k]);
   return out;
@@ -73,8 +82,15 @@ std::string PoolParts::ToString() const {
 
 Status PoolParts::Validate() const {
   if (masters.empty()) return InvalidArgument("the pool lists no part");
+  if (!etcd.empty()) {
+    if (masters.size() > 1024) return InvalidArgument(fmt::format("{} parts is more than 1024", masters.size()));
+    for (const std::string& m : masters) {
+      if (!m.empty()) return InvalidArgument("a pool elected in etcd lists no master addresses");
+    }
+    if (auto client = etcd::EtcdClient::Create(etcd); !client.ok()) return client.status();
+  }
   std::set<std::string> seen;
-  for (size_t k = 0; k < masters.size(); ++k) {
+  for (size_t k = 0; k < masters.size() && etcd.empty(); ++k) {
     if (masters[k].empty())
       return InvalidArgument(fmt::format("part{} is missing (parts must be numbered 0 to {} without a gap)", k,
                                          masters.size() - 1));
@@ -128,6 +144,7 @@ Result<PoolParts> ReadPoolFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound(fmt::format("cannot open pool file '{}'", path));
   PoolParts pool;
+  uint32_t elected_parts = 0;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     std::string_view text = line;
@@ -137,7 +154,13 @@ Result<PoolParts> ReadPoolFile(const std::string& path) {
     const auto eq = text.find('=');
     if (eq == std::string_view::npos) return where(InvalidArgument(fmt::format("'{}' is not KEY = VALUE", text)));
     const std::string_view key = Trim(text.substr(0, eq)), value = Trim(text.substr(eq + 1));
-    if (key == "stage_parts") {
+    if (key == "etcd") {
+      pool.etcd = std::string(value);
+    } else if (key == "parts") {
+      Result<uint32_t> parts = ParseIndex(value, "parts");
+      if (!parts.ok() || *parts == 0) return where(InvalidArgument(fmt::format("parts '{}' is not from 1 to 1023", value)));
+      elected_parts = *parts;
+    } else if (key == "stage_parts") {
       Result<std::vector<uint32_t>> stages = ParseStageParts(value);
       if (!stages.ok()) return where(stages.status());
       pool.stage_parts = *std::move(stages);
@@ -146,6 +169,11 @@ Result<PoolParts> ReadPoolFile(const std::string& path) {
     }
   }
   if (in.bad()) return Internal(fmt::format("error reading pool file '{}'", path));
+  if (!pool.etcd.empty() || elected_parts > 0) {
+    if (pool.etcd.empty()) return InvalidArgument(fmt::format("{}: `parts` needs `etcd`", path));
+    if (!pool.masters.empty()) return InvalidArgument(fmt::format("{}: give either `etcd` or partK lines, not both", path));
+    pool.masters.assign(elected_parts ? elected_parts : 1, "");
+  }
   if (Status s = pool.Validate(); !s.ok()) return InvalidArgument(fmt::format("{}: {}", path, s.message()));
   return pool;
 }

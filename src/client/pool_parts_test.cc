@@ -82,6 +82,22 @@ TEST(PoolPartsTest, FileErrorsNameTheLine) {
   EXPECT_EQ(ReadPoolFile(path).status().code(), StatusCode::kNotFound);
 }
 
+TEST(PoolPartsTest, APoolElectedInEtcdNamesEndpointsAndAPartCount) {
+  PoolParts elected = PoolParts::Elected("127.0.0.1:2379,127.0.0.1:22379", 4);
+  EXPECT_TRUE(elected.Validate().ok());
+  EXPECT_EQ(elected.size(), 4u);
+  EXPECT_EQ(elected.ToString(), "etcd=127.0.0.1:2379,127.0.0.1:22379 parts=4");
+  EXPECT_FALSE(PoolParts::Elected("not-an-endpoint", 1).Validate().ok());
+
+  auto file = ReadPoolFile(WriteFile("# elected\netcd = 127.0.0.1:2379\nparts = 2\nstage_parts = 1,0\n"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->etcd, "127.0.0.1:2379");
+  EXPECT_EQ(file->size(), 2u);
+  EXPECT_EQ(file->PartOf("chunk/s0"), 1u);
+  EXPECT_FALSE(ReadPoolFile(WriteFile("etcd = 127.0.0.1:2379\npart0 = a:1\n")).ok());
+  EXPECT_FALSE(ReadPoolFile(WriteFile("parts = 2\n")).ok());
+}
+
 TEST(PoolPartsTest, StageObjectsGoToTheirStagesPart) {
   PoolParts pool = ParsePoolSpec("part0=a:1,part1=b:1,part2=c:1,part3=d:1").value();
   for (uint32_t s = 0; s < 8; ++s) EXPECT_EQ(pool.PartOf("ns/chunk/s" + std::to_string(s)), s % 4);

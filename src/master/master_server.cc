@@ -4,9 +4,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+
+#include <spdlog/spdlog.h>
 #include <random>
 
+#include "master/active_pool.h"
 #include "master/http_server.h"
+#include "master/leadership.h"
 #include "master/master_service.h"
 #include "master/pool_metadata.h"
 #include "master/pool_metrics_text.h"
@@ -36,6 +40,10 @@ Status ValidateOptions(const MasterOptions& o) {
   if (o.shards == 0 || o.max_key_bytes == 0) {
     return InvalidArgument("shards and max_key_bytes must be positive");
   }
+  if (!o.etcd.empty() && (o.leader_ttl_s < 2 || o.leader_ttl_s > 600)) {
+    return InvalidArgument(fmt::format("leader_ttl_s {} must be from 2 to 600 (etcd's shortest lease is about 2 s)",
+                                       o.leader_ttl_s));
+  }
   return Status::Ok();
 }
 
@@ -63,10 +71,23 @@ std::string NewMasterId() {
 
 MasterServer::MasterServer(const MasterOptions& options, Clock* clock)
     : options_(options),
-      pool_(std::make_unique<PoolMetadata>(PoolOptionsFrom(options), clock)),
+      clock_(clock),
+      active_(options.etcd.empty() ? std::make_unique<ActivePool>()
+                                   : std::make_unique<ActivePool>([this] {
+                                       const Leadership* l = leadership_view_.load();
+                                       return l != nullptr && l->leading();
+                                     })),
       metrics_(std::make_unique<RpcMetrics>()),
-      service_(std::make_unique<MasterService>(pool_.get(), metrics_.get(),
-                                               MasterIdentity{options.part, NewMasterId()})) {}
+      service_(std::make_unique<MasterService>(active_.get(), metrics_.get(),
+                                               MasterIdentity{options.part, NewMasterId()})) {
+  if (options.etcd.empty()) active_->Set(NewPool());
+}
+
+std::shared_ptr<PoolMetadata> MasterServer::NewPool() const {
+  return std::make_shared<PoolMetadata>(PoolOptionsFrom(options_), clock_);
+}
+
+std::shared_ptr<PoolMetadata> MasterServer::pool() const { return active_->Get(); }
 
 Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& options,
                                                           Clock* clock) {
@@ -105,17 +126,46 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   server->address_ = fmt::format("{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host,
                                  bound_port);
 
+  if (!options.etcd.empty()) {
+    LeadershipOptions leadership;
+    leadership.etcd = options.etcd;
+    leadership.part = options.part;
+    leadership.advertise = options.advertise.empty() ? server->address_ : options.advertise;
+    leadership.ttl = std::chrono::seconds(options.leader_ttl_s);
+    MasterServer* s = server.get();
+    auto started = Leadership::Start(
+        leadership, {.elected =
+                         [s](int64_t) {
+                           s->service_->AnswerStoresOnlyUntil(std::chrono::steady_clock::now() +
+                                                              std::chrono::milliseconds(s->options_.takeover_grace_ms));
+                           s->active_->Set(s->NewPool());
+                         },
+                     .deposed = [s](int64_t) { s->active_->Set(nullptr); }});
+    if (!started.ok()) {
+      server->grpc_server_->Shutdown();
+      return started.status();
+    }
+    server->leadership_ = *std::move(started);
+    server->leadership_view_.store(server->leadership_.get());
+  }
+
   if (!options.metrics_listen.empty()) {
-    PoolMetadata* pool = server->pool_.get();
-    RpcMetrics* metrics = server->metrics_.get();
-    auto http = HttpServer::Start(options.metrics_listen, [pool, metrics](std::string_view path) {
+    MasterServer* s = server.get();
+    auto http = HttpServer::Start(options.metrics_listen, [s](std::string_view path) {
       HttpResponse response;
+      const std::shared_ptr<PoolMetadata> pool = s->pool();
       if (path == "/metrics") {
         response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        AppendPoolMetrics(pool->Stat(), &response.body);
-        metrics->AppendPrometheus(&response.body);
+        // A standby serves no pool: its pool figures are zero.
+        AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, &response.body);
+        if (const Leadership* l = s->leadership_.get()) {
+          AppendLeadershipMetrics({pool != nullptr, l->term(), l->elections_won(), l->failovers()}, &response.body);
+        } else {
+          AppendLeadershipMetrics({true, 0, 0, 0}, &response.body);
+        }
+        s->metrics_->AppendPrometheus(&response.body);
       } else if (path == "/health") {
-        response.body = "ok\n";
+        response.body = pool ? "ok\n" : "ok (standby)\n";
       } else {
         response.status = 404;
         response.body = "not found; try /metrics or /health\n";
@@ -146,9 +196,19 @@ void MasterServer::MaintenanceLoop() {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
     if (stopping_) break;
     lock.unlock();
-    pool_->RunMaintenance();
+    if (std::shared_ptr<PoolMetadata> pool = active_->Get()) pool->RunMaintenance();
     lock.lock();
   }
+}
+
+void MasterServer::HandOver(std::chrono::milliseconds wait) {
+  std::shared_ptr<PoolMetadata> pool = active_->Get();
+  if (!leadership_ || !pool) return;
+  service_->RefuseNewWork();
+  const bool synced = pool->WaitIndexSynced(std::chrono::steady_clock::now() + wait);
+  spdlog::info("master of part {}: handing over{}", options_.part,
+               synced ? " (every store holds its index)" : "; some store did not confirm its index in time");
+  (void)leadership_->Resign();
 }
 
 void MasterServer::Shutdown() {
@@ -159,6 +219,8 @@ void MasterServer::Shutdown() {
   }
   wake_.notify_all();
   if (maintenance_.joinable()) maintenance_.join();
+  // Revokes the lease: a standby leads at once instead of after the lease's ttl.
+  if (leadership_) (void)leadership_->Resign();
   if (http_server_) http_server_->Shutdown();
   if (grpc_server_) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

@@ -7,6 +7,7 @@
 //   (*server)->Wait();
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -23,7 +24,9 @@ class Server;
 
 namespace kvpool::master {
 
+class ActivePool;
 class HttpServer;
+class Leadership;
 class MasterService;
 class PoolMetadata;
 class RpcMetrics;
@@ -42,6 +45,18 @@ struct MasterOptions {
   int rpc_threads = 0;  // 0 = gRPC's default thread pool sizing
   // How often the maintenance thread runs (real time; the logic uses the injected Clock).
   uint64_t maintenance_interval_ms = 50;
+
+  // High availability (master/leadership.h): with `etcd` endpoints, this master is one of
+  // several for its part and serves only while etcd's election names it leader; "" = a lone
+  // master that always serves.
+  std::string etcd;
+  // The gRPC address etcd names to clients and stores; "" = the bound listen address (which
+  // must then not be 0.0.0.0).
+  std::string advertise;
+  uint64_t leader_ttl_s = 2;  // the leader's etcd lease: a dead leader is replaced this fast
+  // A new leader answers only stores for this long, so that they rejoin (stores beat every
+  // second by default and rejoin at their first beat) before clients are answered.
+  uint64_t takeover_grace_ms = 1500;
 };
 
 class MasterServer {
@@ -61,20 +76,35 @@ class MasterServer {
   // Port of /metrics and /health; 0 when disabled.
   int metrics_port() const;
 
+  // Graceful handover (SIGTERM on a leader): stops taking new work, waits (up to `wait`) until
+  // every store confirmed its journal, then resigns, so a standby leads at once and rebuilds
+  // everything this master answered. A lone master or a standby just returns.
+  void HandOver(std::chrono::milliseconds wait = std::chrono::seconds(2));
+
   // Stops serving (in-flight RPCs get a short grace period). Idempotent.
   void Shutdown();
   // Blocks until Shutdown has been called and the server has stopped.
   void Wait();
 
-  // The core, for in-process callers (CLI, tests).
-  PoolMetadata& pool() { return *pool_; }
+  // The core, for in-process callers (CLI, tests); null while this master does not lead.
+  std::shared_ptr<PoolMetadata> pool() const;
+  // True while this master serves its part (always, for a lone master).
+  bool leading() const { return pool() != nullptr; }
+  // With etcd; null for a lone master.
+  const Leadership* leadership() const { return leadership_.get(); }
 
  private:
   MasterServer(const MasterOptions& options, Clock* clock);
   void MaintenanceLoop();
 
+  // A fresh pool for a new term (or the lone master's only one).
+  std::shared_ptr<PoolMetadata> NewPool() const;
+
   const MasterOptions options_;
-  std::unique_ptr<PoolMetadata> pool_;
+  Clock* const clock_;
+  std::atomic<const Leadership*> leadership_view_{nullptr};  // what ActivePool asks; set once
+  std::unique_ptr<ActivePool> active_;
+  std::unique_ptr<Leadership> leadership_;
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -203,7 +203,7 @@ TEST_F(MasterServerTest, MetricsAndHealthEndpoints) {
   std::string metrics = HttpExchange(server_->metrics_port(), "GET /metrics HTTP/1.1\r\n\r\n");
   const std::string segment_series = fmt::format(
       "kvpool_master_segment_used_bytes{{segment=\"{}\",store=\"store-\\\"quoted\\\"\"}} 0",
-      server_->pool().Stat().segments.at(0).info.id);
+      server_->pool()->Stat().segments.at(0).info.id);
   EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
   for (const char* series :
        {"kvpool_master_objects 0", "kvpool_master_capacity_bytes 1048576",

@@ -74,12 +74,41 @@ void ToProto(const std::vector<Status>& statuses, proto::BatchKeysReply* reply) 
 
 }  // namespace
 
+std::shared_ptr<PoolMetadata> MasterService::Serving(CallKind kind, grpc::Status* status) const {
+  std::shared_ptr<PoolMetadata> pool = pool_->Get();
+  if (!pool) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                           fmt::format("master {} does not lead part {} now (a standby, or its term ended); "
+                                       "ask etcd for the leader",
+                                       identity_.master_id, identity_.part));
+    return nullptr;
+  }
+  if (kind != CallKind::kStore &&
+      std::chrono::steady_clock::now().time_since_epoch().count() < stores_only_until_ns_.load()) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                           fmt::format("master {} has just taken part {} over and its stores are rejoining; "
+                                       "retry shortly",
+                                       identity_.master_id, identity_.part));
+    return nullptr;
+  }
+  if (kind == CallKind::kClientWork && refuse_new_work_.load()) {
+    *status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                           fmt::format("master {} is handing part {} over to a standby; ask etcd for the leader",
+                                       identity_.master_id, identity_.part));
+    return nullptr;
+  }
+  return pool;
+}
+
 grpc::Status MasterService::MountSegment(grpc::ServerContext*,
                                          const proto::MountSegmentRequest* request,
                                          proto::MountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kMountSegment, 1);
-  reply->set_heartbeat_ttl_ms(pool_->options().heartbeat_ttl_ms);
-  reply->set_max_lease_ms(pool_->options().max_lease_ms);
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  if (!pool) return refused;
+  reply->set_heartbeat_ttl_ms(pool->options().heartbeat_ttl_ms);
+  reply->set_max_lease_ms(pool->options().max_lease_ms);
   if (request->part() != identity_.part) {
     SetStatus(InvalidArgument(fmt::format("this store joins part {}, but this master serves part {} (check the "
                                           "store's --part and the pool list)",
@@ -101,7 +130,7 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
       return grpc::Status::OK;
     }
     info.id = request->rejoin_segment_id();
-    auto rejoined = pool_->RejoinSegment(
+    auto rejoined = pool->RejoinSegment(
         std::move(info),
         std::span<const proto::IndexEntry* const>(request->entries().data(), request->entries_size()),
         request->lease_horizon_unix_ms());
@@ -115,7 +144,7 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext*,
                  rejoined->skipped, rejoined->seconds);
     return grpc::Status::OK;
   }
-  auto mounted = pool_->MountSegment(std::move(info));
+  auto mounted = pool->MountSegment(std::move(info));
   SetStatus(mounted.status(), reply);
   if (mounted.ok()) reply->set_segment_id(mounted->id);
   return grpc::Status::OK;
@@ -125,7 +154,10 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
                                       const proto::PullIndexRequest* request,
                                       proto::PullIndexReply* reply) {
   // Not timed with the other calls: it is a long poll, its latency is how long nothing happened.
-  auto segment = pool_->FindSegment(request->segment_id());
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  if (!pool) return refused;
+  auto segment = pool->FindSegment(request->segment_id());
   if (!segment || !segment->journal()) {
     SetStatus(Stale(fmt::format("segment {} is not mounted here with an index; remount",
                                 request->segment_id())),
@@ -146,18 +178,24 @@ grpc::Status MasterService::UnmountSegment(grpc::ServerContext*,
                                            const proto::UnmountSegmentRequest* request,
                                            proto::UnmountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kUnmountSegment, 1);
-  SetStatus(pool_->UnmountSegment(request->segment_id()), reply);
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  if (!pool) return refused;
+  SetStatus(pool->UnmountSegment(request->segment_id()), reply);
   return grpc::Status::OK;
 }
 
 grpc::Status MasterService::Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest* request,
                                       proto::HeartbeatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kHeartbeat, request->segment_ids_size());
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  if (!pool) return refused;
   if (request->store_id().empty()) {
     SetStatus(InvalidArgument("Heartbeat: store_id is empty"), reply);
     return grpc::Status::OK;
   }
-  std::vector<uint64_t> unknown = pool_->Heartbeat(
+  std::vector<uint64_t> unknown = pool->Heartbeat(
       request->store_id(),
       std::span<const uint64_t>(request->segment_ids().data(), request->segment_ids_size()));
   reply->set_code(proto::OK);
@@ -169,6 +207,9 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
                                           const proto::BatchPutStartRequest* request,
                                           proto::BatchPutStartReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutStart, request->items_size());
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  if (!pool) return refused;
   std::vector<PutStartItem> items;
   items.reserve(request->items_size());
   for (const proto::PutStartItem& item : request->items()) {
@@ -179,7 +220,7 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
   options.group = request->options().group();
   options.pin_ttl_ms = request->options().pin_ttl_ms();
 
-  BatchPutStartResult started = pool_->BatchPutStart(items, options);
+  BatchPutStartResult started = pool->BatchPutStart(items, options);
   reply->mutable_results()->Reserve(static_cast<int>(started.results.size()));
   for (const PutStartResult& result : started.results) {
     proto::PutStartResult* out = reply->add_results();
@@ -187,14 +228,17 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
     ToProto(result.replicas, out->mutable_replicas());
   }
   for (const SegmentInfo& info : started.segments) ToProto(info, reply->add_segments());
-  reply->set_put_timeout_ms(pool_->options().put_timeout_ms);
+  reply->set_put_timeout_ms(pool->options().put_timeout_ms);
   return grpc::Status::OK;
 }
 
 grpc::Status MasterService::BatchPutEnd(grpc::ServerContext*, const proto::BatchKeysRequest* request,
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutEnd, request->keys_size());
-  ToProto(pool_->BatchPutEnd(KeyViews(request->keys())), reply);
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kFinish, &refused);
+  if (!pool) return refused;
+  ToProto(pool->BatchPutEnd(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
@@ -202,7 +246,10 @@ grpc::Status MasterService::BatchPutRevoke(grpc::ServerContext*,
                                            const proto::BatchKeysRequest* request,
                                            proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutRevoke, request->keys_size());
-  ToProto(pool_->BatchPutRevoke(KeyViews(request->keys())), reply);
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kFinish, &refused);
+  if (!pool) return refused;
+  ToProto(pool->BatchPutRevoke(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
@@ -210,7 +257,10 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
                                              const proto::BatchGetReplicasRequest* request,
                                              proto::BatchGetReplicasReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchGetReplicas, request->keys_size());
-  BatchGetResult got = pool_->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  if (!pool) return refused;
+  BatchGetResult got = pool->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
   reply->mutable_results()->Reserve(static_cast<int>(got.results.size()));
   for (const GetResult& result : got.results) {
     proto::GetResult* out = reply->add_results();
@@ -226,21 +276,30 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
 grpc::Status MasterService::BatchExists(grpc::ServerContext*, const proto::BatchKeysRequest* request,
                                         proto::BatchExistsReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchExists, request->keys_size());
-  pool_->BatchExists(KeyViews(request->keys()), reply->mutable_exists());
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  if (!pool) return refused;
+  pool->BatchExists(KeyViews(request->keys()), reply->mutable_exists());
   return grpc::Status::OK;
 }
 
 grpc::Status MasterService::BatchRemove(grpc::ServerContext*, const proto::BatchKeysRequest* request,
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchRemove, request->keys_size());
-  ToProto(pool_->BatchRemove(KeyViews(request->keys())), reply);
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  if (!pool) return refused;
+  ToProto(pool->BatchRemove(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
 grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*,
                                  proto::StatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kStat, 0);
-  PoolStats stats = pool_->Stat();
+  grpc::Status refused;
+  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  if (!pool) return refused;
+  PoolStats stats = pool->Stat();
   reply->set_objects(stats.objects);
   reply->set_used_bytes(stats.used_bytes);
   reply->set_capacity_bytes(stats.capacity_bytes);
@@ -262,6 +321,7 @@ grpc::Status MasterService::Describe(grpc::ServerContext*, const proto::Describe
   CallTimer timer(metrics_, RpcMethod::kDescribe, 0);
   reply->set_master_id(identity_.master_id);
   reply->set_part(identity_.part);
+  reply->set_leading(pool_->Get() != nullptr && !refuse_new_work_.load());
   return grpc::Status::OK;
 }
 

@@ -2,12 +2,18 @@
 // and back, and records per-method metrics; all rules live in PoolMetadata.
 //
 // Every RPC returns gRPC OK; outcomes travel as proto::Code per key (or per reply), so one
-// bad key never fails a batch of thousands.
+// bad key never fails a batch of thousands. The one exception: a master that does not lead
+// its part (a standby, or a leader handing over) answers gRPC UNAVAILABLE, which clients and
+// stores that follow the leader through etcd take as "ask etcd again and retry".
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "master/active_pool.h"
 #include "master/pool_metadata.h"
 #include "master/rpc_metrics.h"
 #include "proto/master.grpc.pb.h"
@@ -24,8 +30,17 @@ struct MasterIdentity {
 class MasterService final : public proto::Master::Service {
  public:
   // REQUIRES: `pool` and `metrics` outlive the service.
-  MasterService(PoolMetadata* pool, RpcMetrics* metrics, MasterIdentity identity)
+  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity)
       : pool_(pool), metrics_(metrics), identity_(std::move(identity)) {}
+
+  // A leader handing over: refuse new client work (puts, reads, removals) while the stores
+  // catch up with their journals; puts already started may still end.
+  void RefuseNewWork() { refuse_new_work_.store(true); }
+  // A new term: until `until`, answer stores only, so that their rejoins rebuild the pool
+  // before a client is told a key is missing or a put ends on a placement not yet known.
+  void AnswerStoresOnlyUntil(std::chrono::steady_clock::time_point until) {
+    stores_only_until_ns_.store(until.time_since_epoch().count());
+  }
 
   grpc::Status MountSegment(grpc::ServerContext*, const proto::MountSegmentRequest*,
                             proto::MountSegmentReply*) override;
@@ -51,7 +66,18 @@ class MasterService final : public proto::Master::Service {
   grpc::Status Describe(grpc::ServerContext*, const proto::DescribeRequest*, proto::DescribeReply*) override;
 
  private:
-  PoolMetadata* const pool_;
+  enum class CallKind {
+    kStore,       // from a store (mount, index, heartbeat), or Stat: served while leading
+    kFinish,      // ends what a client started (PutEnd, PutRevoke): also while handing over
+    kClientWork,  // new client work: neither while handing over nor while stores rejoin
+  };
+  // The pool to serve a call with; null (and `*status` set) when this master does not lead
+  // or the call must wait (see CallKind).
+  std::shared_ptr<PoolMetadata> Serving(CallKind kind, grpc::Status* status) const;
+
+  const ActivePool* const pool_;
+  std::atomic<bool> refuse_new_work_{false};
+  std::atomic<int64_t> stores_only_until_ns_{0};  // steady clock
   RpcMetrics* const metrics_;
   const MasterIdentity identity_;
 };

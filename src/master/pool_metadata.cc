@@ -113,6 +113,15 @@ void PoolMetadata::ExtendLeaseHorizons(int64_t now_ms) {
   }
 }
 
+bool PoolMetadata::WaitIndexSynced(std::chrono::steady_clock::time_point deadline) {
+  bool synced = true;
+  for (const auto& segment : segments_.Snapshot()) {
+    SegmentJournal* journal = segment->journal();
+    if (journal && !journal->broken() && !journal->WaitConfirmed(journal->last_seq(), deadline)) synced = false;
+  }
+  return synced;
+}
+
 // ---- segments ----
 
 Result<SegmentInfo> PoolMetadata::MountSegment(SegmentInfo info) {

@@ -183,6 +183,11 @@ class PoolMetadata {
   // ended, drop segments of silent stores, evict if above the high watermark.
   void RunMaintenance();
 
+  // Waits until every store that keeps an index has confirmed all of its journal, or
+  // `deadline`; true when all did. A leader handing over calls it, so that the next leader
+  // rebuilds everything this one answered (invariant 8).
+  bool WaitIndexSynced(std::chrono::steady_clock::time_point deadline);
+
   // Runs one eviction pass that tries to free at least `bytes`; returns bytes freed.
   uint64_t EvictAtLeast(uint64_t bytes);
 

@@ -68,4 +68,17 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
               [](const SegmentStats& s) { return s.objects; });
 }
 
+void AppendLeadershipMetrics(const LeadershipFigures& f, std::string* out) {
+  out->append(fmt::format(
+      "# HELP kvpool_master_leader 1 while this master serves its part, 0 for a standby.\n"
+      "# TYPE kvpool_master_leader gauge\nkvpool_master_leader {}\n"
+      "# HELP kvpool_master_term The etcd election term this master last won (0: never, or no etcd).\n"
+      "# TYPE kvpool_master_term gauge\nkvpool_master_term {}\n"
+      "# HELP kvpool_master_elections_won_total Elections this master won.\n"
+      "# TYPE kvpool_master_elections_won_total counter\nkvpool_master_elections_won_total {}\n"
+      "# HELP kvpool_master_failovers_total Elections won by taking the part over from another master.\n"
+      "# TYPE kvpool_master_failovers_total counter\nkvpool_master_failovers_total {}\n",
+      f.leading ? 1 : 0, f.term, f.elections_won, f.failovers));
+}
+
 }  // namespace kvpool::master

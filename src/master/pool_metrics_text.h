@@ -14,4 +14,13 @@ std::string EscapeLabelValue(std::string_view value);
 // Appends gauges and counters describing `stats`.
 void AppendPoolMetrics(const PoolStats& stats, std::string* out);
 
+// Where this master stands in its part's election (a lone master always leads, term 0).
+struct LeadershipFigures {
+  bool leading = false;
+  int64_t term = 0;
+  uint64_t elections_won = 0;
+  uint64_t failovers = 0;
+};
+void AppendLeadershipMetrics(const LeadershipFigures& figures, std::string* out);
+
 }  // namespace kvpool::master

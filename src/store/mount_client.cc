@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -37,11 +38,55 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address,
 
 }  // namespace
 
-MountClient::MountClient(std::string master_address, uint32_t part, std::chrono::milliseconds rpc_timeout)
-    : address_(std::move(master_address)),
-      part_(part),
-      rpc_timeout_(rpc_timeout),
-      stub_(proto::Master::NewStub(MasterChannel(address_, rpc_timeout))) {}
+std::unique_ptr<etcd::PartLeader> LeaderOf(const std::string& etcd, uint32_t part) {
+  if (etcd.empty()) return nullptr;
+  auto client = etcd::EtcdClient::Create(etcd);
+  // StorageService::Start checked the endpoints; a malformed list here is a programming error.
+  if (!client.ok()) return nullptr;
+  return std::make_unique<etcd::PartLeader>(std::shared_ptr<etcd::EtcdClient>(*std::move(client)), part);
+}
+
+MountClient::MountClient(std::string master_address, std::string etcd, uint32_t part,
+                         std::chrono::milliseconds rpc_timeout)
+    : part_(part), rpc_timeout_(rpc_timeout), leader_(LeaderOf(etcd, part)) {
+  if (!master_address.empty()) Point(master_address);
+}
+
+void MountClient::Point(const std::string& address) {
+  address_ = address;
+  stub_ = proto::Master::NewStub(MasterChannel(address, rpc_timeout_));
+}
+
+std::string MountClient::master_address() const {
+  std::lock_guard lock(mu_);
+  return address_;
+}
+
+std::shared_ptr<proto::Master::Stub> MountClient::Stub(std::string* address) {
+  {
+    std::lock_guard lock(mu_);
+    if (stub_ || !leader_) {
+      *address = address_;
+      return stub_;
+    }
+  }
+  FollowLeader();
+  std::lock_guard lock(mu_);
+  *address = address_.empty() ? fmt::format("(no leader of part {} in etcd {} yet)", part_,
+                                            leader_->etcd_endpoints())
+                              : address_;
+  return stub_;
+}
+
+bool MountClient::FollowLeader() {
+  if (!leader_) return false;
+  auto leader = leader_->Find(rpc_timeout_);
+  if (!leader.ok()) return false;
+  std::lock_guard lock(mu_);
+  if (leader->value == address_) return false;
+  Point(leader->value);
+  return true;
+}
 
 bool MountClient::Enter(grpc::ClientContext* context) {
   std::lock_guard lock(mu_);
@@ -69,31 +114,53 @@ Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
 
 Result<MountGrant> MountClient::Mount(proto::MountSegmentRequest request,
                                       std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    Result<MountGrant> grant = MountOnce(request, std::max(left, std::chrono::milliseconds(1)));
+    // Following etcd, an unreachable master is a leader that died or a standby: wait for the
+    // next leader within the call's time.
+    if (grant.ok() || grant.status().code() != StatusCode::kUnavailable || !leader_ || left.count() <= 0) return grant;
+    {
+      std::lock_guard lock(mu_);
+      if (interrupted_) return grant;
+    }
+    if (!FollowLeader()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+Result<MountGrant> MountClient::MountOnce(proto::MountSegmentRequest request, std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   context.set_wait_for_ready(true);
   if (!Enter(&context)) return Unavailable("storage service is stopping");
   request.set_part(part_);
   proto::MountSegmentReply reply;
-  grpc::Status rpc = stub_->MountSegment(&context, request, &reply);
+  std::string address;
+  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
+  if (!stub) {
+    Leave(&context);
+    return Unavailable(fmt::format("no master to call: {}", address));
+  }
+  grpc::Status rpc = stub->MountSegment(&context, request, &reply);
   Leave(&context);
   if (rpc.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       rpc.error_code() == grpc::StatusCode::UNAVAILABLE) {
     return Unavailable(fmt::format("master at {} unreachable within {} ms (MountSegment){}",
-                                   address_, timeout.count(),
+                                   address, timeout.count(),
                                    rpc.error_message().empty() ? "" : ": " + rpc.error_message()));
   }
   if (rpc.error_code() == grpc::StatusCode::CANCELLED) {
     return Unavailable("storage service is stopping");
   }
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "MountSegment", address_);
+  if (!rpc.ok()) return FromGrpcStatus(rpc, "MountSegment", address);
   if (reply.code() != proto::OK) {
     Status refused = ReplyStatus(reply.code(), reply.message(), "MountSegment");
-    return Status(refused.code(), fmt::format("master at {} refused the segment: {}", address_,
+    return Status(refused.code(), fmt::format("master at {} refused the segment: {}", address,
                                               refused.message()));
   }
   if (reply.segment_id() == 0) {
-    return Internal(fmt::format("master at {} mounted the segment under id 0", address_));
+    return Internal(fmt::format("master at {} mounted the segment under id 0", address));
   }
   return MountGrant{reply.segment_id(), std::chrono::milliseconds(reply.heartbeat_ttl_ms()),
                     std::chrono::milliseconds(reply.max_lease_ms()), reply.rebuilt_objects()};
@@ -110,9 +177,15 @@ Result<proto::PullIndexReply> MountClient::PullIndex(uint64_t segment_id, uint64
   request.set_journal_id(journal_id);
   request.set_acked_seq(acked_seq);
   proto::PullIndexReply reply;
-  grpc::Status rpc = stub_->PullIndex(&context, request, &reply);
+  std::string address;
+  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
+  if (!stub) {
+    Leave(&context);
+    return Unavailable(fmt::format("no master to call: {}", address));
+  }
+  grpc::Status rpc = stub->PullIndex(&context, request, &reply);
   Leave(&context);
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "PullIndex", address_);
+  if (!rpc.ok()) return FromGrpcStatus(rpc, "PullIndex", address);
   if (reply.code() != proto::OK) return ReplyStatus(reply.code(), reply.message(), "PullIndex");
   return reply;
 }
@@ -126,9 +199,15 @@ Result<std::vector<uint64_t>> MountClient::Heartbeat(const std::string& store_id
   request.set_store_id(store_id);
   for (uint64_t id : segment_ids) request.add_segment_ids(id);
   proto::HeartbeatReply reply;
-  grpc::Status rpc = stub_->Heartbeat(&context, request, &reply);
+  std::string address;
+  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
+  if (!stub) {
+    Leave(&context);
+    return Unavailable(fmt::format("no master to call: {}", address));
+  }
+  grpc::Status rpc = stub->Heartbeat(&context, request, &reply);
   Leave(&context);
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "Heartbeat", address_);
+  if (!rpc.ok()) return FromGrpcStatus(rpc, "Heartbeat", address);
   // A non-OK code with unknown ids is the master saying "remount these": not an error here.
   if (reply.code() != proto::OK && reply.unknown_segment_ids_size() == 0) {
     return ReplyStatus(reply.code(), reply.message(), "Heartbeat");
@@ -143,8 +222,11 @@ Status MountClient::Unmount(uint64_t segment_id) {
   proto::UnmountSegmentRequest request;
   request.set_segment_id(segment_id);
   proto::UnmountSegmentReply reply;
-  grpc::Status rpc = stub_->UnmountSegment(&context, request, &reply);
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "UnmountSegment", address_);
+  std::string address;
+  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
+  if (!stub) return Unavailable(fmt::format("no master to call: {}", address));
+  grpc::Status rpc = stub->UnmountSegment(&context, request, &reply);
+  if (!rpc.ok()) return FromGrpcStatus(rpc, "UnmountSegment", address);
   return ReplyStatus(reply.code(), reply.message(), "UnmountSegment");
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "etcd/part_leader.h"
 #include "proto/master.grpc.pb.h"
 
 namespace kvpool::store {
@@ -29,12 +30,20 @@ struct MountGrant {
 class MountClient {
  public:
   // Connects lazily; nothing is sent until the first call. `part`: the pool part this store
-  // joins (a master of another part refuses the mount).
-  MountClient(std::string master_address, uint32_t part, std::chrono::milliseconds rpc_timeout);
+  // joins (a master of another part refuses the mount). With `etcd` endpoints (and no
+  // address), the master is whichever leads the part's election (etcd/part_leader.h).
+  MountClient(std::string master_address, std::string etcd, uint32_t part, std::chrono::milliseconds rpc_timeout);
   MountClient(const MountClient&) = delete;
   MountClient& operator=(const MountClient&) = delete;
 
-  const std::string& master_address() const { return address_; }
+  // The master calls go to now ("" while etcd names none yet).
+  std::string master_address() const;
+  bool follows_leader() const { return leader_ != nullptr; }
+
+  // After a call failed: asks etcd who leads the part now (within rpc_timeout) and sends
+  // later calls there. True when that is a different master than before. A store follows
+  // only the newest term etcd has named (PartLeader): it never goes back to a deposed leader.
+  bool FollowLeader();
 
   // Asks the master to take the segment (endpoint.segment_id is ignored; the master assigns).
   // Waits up to rpc_timeout for the master to become reachable: a store started alongside its
@@ -63,16 +72,22 @@ class MountClient {
   void Interrupt();
 
  private:
+  Result<MountGrant> MountOnce(proto::MountSegmentRequest request, std::chrono::milliseconds timeout);
   // Registers `context` as interruptible; false if Interrupt() already ran.
   bool Enter(grpc::ClientContext* context);
   void Leave(grpc::ClientContext* context);
 
-  const std::string address_;
+  // The stub and address calls use now; null/"" while no leader is known.
+  std::shared_ptr<proto::Master::Stub> Stub(std::string* address);
+  void Point(const std::string& address);  // REQUIRES: mu_ held
+
   const uint32_t part_;
   const std::chrono::milliseconds rpc_timeout_;
-  std::unique_ptr<proto::Master::Stub> stub_;
+  const std::unique_ptr<etcd::PartLeader> leader_;  // null: a fixed master address
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::string address_;                         // guarded by mu_
+  std::shared_ptr<proto::Master::Stub> stub_;   // guarded by mu_
   bool interrupted_ = false;                 // guarded by mu_
   std::set<grpc::ClientContext*> in_flight_;  // guarded by mu_
 };

@@ -1,5 +1,7 @@
 #include "store/storage_service.h"
 
+#include "etcd/etcd_client.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,7 +71,11 @@ std::string AdvertisedAddress(const std::string& advertise_host, const std::stri
 }
 
 Status ValidateOptions(const StorageOptions& o) {
-  if (o.master_address.empty()) return InvalidArgument("storage service needs a master address");
+  if (o.master_address.empty() == o.etcd.empty())
+    return InvalidArgument("storage service needs a master address or etcd endpoints (one of them)");
+  if (!o.etcd.empty()) {
+    if (auto etcd = etcd::EtcdClient::Create(o.etcd); !etcd.ok()) return etcd.status();
+  }
   if (o.memory_bytes == 0) return InvalidArgument("storage service needs memory_bytes > 0");
   if (o.heartbeat_interval.count() <= 0) {
     return InvalidArgument("heartbeat_interval must be > 0");
@@ -135,7 +141,8 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   endpoint.set_shm_socket(service->shm_socket_path_);
   endpoint.set_size(service->memory_->size());
 
-  service->master_ = std::make_unique<MountClient>(options.master_address, options.part, options.rpc_timeout);
+  service->master_ = std::make_unique<MountClient>(options.master_address, options.etcd, options.part,
+                                                 options.rpc_timeout);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
@@ -264,6 +271,13 @@ void StorageService::HeartbeatLoop() {
 
 void StorageService::Beat(uint64_t id) {
   auto unknown = master_->Heartbeat(store_id_, {id});
+  // Following etcd, a master that does not answer may have been replaced: beat the new
+  // leader at once (it will not know the segment, and the store rejoins it below).
+  if (!unknown.ok() && master_->FollowLeader()) {
+    spdlog::info("store {}: following the new leader of part {} at {}", store_id_, options_.part,
+                 master_->master_address());
+    unknown = master_->Heartbeat(store_id_, {id});
+  }
   if (!unknown.ok()) {
     NoteMasterReachable(false, unknown.status());
     return;

@@ -39,6 +39,9 @@ namespace kvpool::store {
 
 struct StorageOptions {
   std::string master_address;  // "host:port" of the master's gRPC service
+  // Or etcd endpoints: the master is whichever leads the part's election, followed across
+  // failovers (a new leader is rejoined with the index, like a restarted master).
+  std::string etcd;
   uint32_t part = 0;           // the pool part it joins: master_address must be that part's master
   uint64_t memory_bytes = 0;   // segment size. REQUIRES: > 0
   std::string tcp_listen = "0.0.0.0:0";

@@ -56,7 +56,7 @@ class StorageServiceMasterTest : public ::testing::Test {
     return o;
   }
 
-  std::vector<master::SegmentStats> Segments() { return master_->pool().Stat().segments; }
+  std::vector<master::SegmentStats> Segments() { return master_->pool()->Stat().segments; }
 
   ManualClock clock_;
   std::unique_ptr<master::MasterServer> master_;
@@ -81,7 +81,7 @@ TEST_F(StorageServiceMasterTest, MountedSegmentTakesObjectsTheMasterPlaces) {
   const std::string value(100'000, 'v');
   const std::string_view key = "object";
   const master::PutStartItem item{key, value.size()};
-  auto put = master_->pool().BatchPutStart({&item, 1}, {});
+  auto put = master_->pool()->BatchPutStart({&item, 1}, {});
   ASSERT_TRUE(put.results[0].status.ok()) << put.results[0].status.ToString();
   const master::ReplicaView at = put.results[0].replicas.at(0);
   ASSERT_EQ(at.segment_id, store->segment_id());
@@ -97,9 +97,9 @@ TEST_F(StorageServiceMasterTest, MountedSegmentTakesObjectsTheMasterPlaces) {
   transfer::TransferRequest write{transfer::OpKind::kWrite, in.data(), at.segment_id, at.offset,
                                   at.length};
   ASSERT_TRUE(writer.Transfer({&write, 1}, steady_clock::now() + 10s).ok());
-  ASSERT_TRUE(master_->pool().BatchPutEnd(std::vector<std::string_view>{key})[0].ok());
+  ASSERT_TRUE(master_->pool()->BatchPutEnd(std::vector<std::string_view>{key})[0].ok());
 
-  auto got = master_->pool().BatchGetReplicas(std::vector<std::string_view>{key}, 0);
+  auto got = master_->pool()->BatchGetReplicas(std::vector<std::string_view>{key}, 0);
   ASSERT_TRUE(got.results[0].status.ok());
   transfer::TransferEngine reader;
   ASSERT_TRUE(reader.OpenSegment(endpoint).ok());
@@ -126,7 +126,7 @@ TEST_F(StorageServiceMasterTest, AfterATtlDropTheStoreRejoinsWithItsObjects) {
   const master::PutStartItem items[] = {{"kept", value.size(), "g"}, {"pending", 4096, ""}};
   master::PutOptions pinned;
   pinned.pin_ttl_ms = 600'000;
-  auto put = master_->pool().BatchPutStart(items, pinned);
+  auto put = master_->pool()->BatchPutStart(items, pinned);
   ASSERT_TRUE(put.results[0].status.ok()) << put.results[0].status.ToString();
   ASSERT_TRUE(put.results[1].status.ok()) << put.results[1].status.ToString();
   const master::ReplicaView at = put.results[0].replicas.at(0);
@@ -138,7 +138,7 @@ TEST_F(StorageServiceMasterTest, AfterATtlDropTheStoreRejoinsWithItsObjects) {
   std::string in = value;
   transfer::TransferRequest write{transfer::OpKind::kWrite, in.data(), id, at.offset, at.length};
   ASSERT_TRUE(engine.Transfer({&write, 1}, steady_clock::now() + 10s).ok());
-  ASSERT_TRUE(master_->pool().BatchPutEnd(std::vector<std::string_view>{"kept"})[0].ok());
+  ASSERT_TRUE(master_->pool()->BatchPutEnd(std::vector<std::string_view>{"kept"})[0].ok());
   EXPECT_EQ(store->indexed_objects(), 2u);
 
   // Silence longer than the ttl, as far as the master can tell: it drops the segment and every
@@ -158,11 +158,11 @@ TEST_F(StorageServiceMasterTest, AfterATtlDropTheStoreRejoinsWithItsObjects) {
   ASSERT_TRUE(agreed());
   EXPECT_EQ(store->segment_id(), id);  // the same id: clients' cached endpoints stay right
   EXPECT_EQ(store->remounts(), 0u);
-  EXPECT_GE(master_->pool().Stat().rebuilt_objects, 2u);
+  EXPECT_GE(master_->pool()->Stat().rebuilt_objects, 2u);
 
   // The complete object is served again, bytes and all; the pending one is still pending
   // (its writer may end it), not visible.
-  auto got = master_->pool().BatchGetReplicas(std::vector<std::string_view>{"kept", "pending"}, 0);
+  auto got = master_->pool()->BatchGetReplicas(std::vector<std::string_view>{"kept", "pending"}, 0);
   ASSERT_TRUE(got.results[0].status.ok()) << got.results[0].status.ToString();
   EXPECT_EQ(got.results[1].status.code(), StatusCode::kNotReady);
   ASSERT_EQ(got.results[0].replicas.size(), 1u);
@@ -171,7 +171,7 @@ TEST_F(StorageServiceMasterTest, AfterATtlDropTheStoreRejoinsWithItsObjects) {
   transfer::TransferRequest read{transfer::OpKind::kRead, out.data(), id, at.offset, at.length};
   ASSERT_TRUE(engine.Transfer({&read, 1}, steady_clock::now() + 10s).ok());
   EXPECT_EQ(out, value);
-  EXPECT_TRUE(master_->pool().BatchPutEnd(std::vector<std::string_view>{"pending"})[0].ok());
+  EXPECT_TRUE(master_->pool()->BatchPutEnd(std::vector<std::string_view>{"pending"})[0].ok());
 }
 
 }  // namespace

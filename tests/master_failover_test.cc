@@ -1,0 +1,202 @@
+// Master high availability, with real processes: etcd (Debian's etcd-server), several
+// `kvpool master --etcd` processes for one part, two `kvpool store --etcd` processes, and a
+// client that follows the leader. The leader is killed (-9), stopped (SIGSTOP past its lease:
+// a split brain once it runs again), or asked to hand over (SIGTERM).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <random>
+
+#include "client/client.h"
+#include "etcd/part_leader.h"
+#include "test_etcd.h"
+
+namespace kvpool::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+client::ValueView Bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+
+class MasterFailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!TestEtcd::Installed()) GTEST_SKIP() << "no /usr/bin/etcd (apt-get install etcd-server)";
+    dir_ = std::filesystem::temp_directory_path() / ("kvpool-failover-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    etcd_ = std::make_unique<TestEtcd>(dir_);
+    ASSERT_TRUE(etcd_->Start()) << etcd_->Log();
+    leader_ = std::make_unique<etcd::PartLeader>(std::shared_ptr<etcd::EtcdClient>(*etcd::EtcdClient::Create(etcd_->endpoint())), 0);
+    for (int i = 0; i < 2; ++i) StartMaster();
+    ASSERT_TRUE(WaitForLeader("").has_value()) << Logs();
+    for (int i = 0; i < 2; ++i) {
+      stores_.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{KVPOOL_BINARY, "store", "--etcd", etcd_->endpoint(), "--memory", "32MiB", "--listen",
+                                   "127.0.0.1:0", "--shm-dir", dir_.string(), "--no-huge-pages",
+                                   "--heartbeat-interval-ms", "200"},
+          (dir_ / ("store" + std::to_string(i) + ".log")).string()));
+    }
+    client_ = ConnectWhenReady(client::PoolParts::Elected(etcd_->endpoint(), 1));
+    ASSERT_NE(client_, nullptr) << Logs();
+  }
+  void TearDown() override {
+    client_.reset();
+    stores_.clear();
+    masters_.clear();
+    etcd_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  void StartMaster() {
+    const std::string address = "127.0.0.1:" + std::to_string(PickFreePort());
+    addresses_.push_back(address);
+    masters_.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{KVPOOL_BINARY, "master", "--listen", address, "--metrics-listen", "", "--etcd",
+                                 etcd_->endpoint(), "--heartbeat-ttl-ms", "1500", "--lease-ms", "2000",
+                                 "--takeover-grace-ms", "800"},
+        (dir_ / ("master" + std::to_string(masters_.size()) + ".log")).string()));
+  }
+
+  // Waits (up to 20 s) until etcd names a leader other than `not_this`; its index.
+  std::optional<size_t> WaitForLeader(const std::string& not_this) {
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      auto found = leader_->Find(milliseconds(500));
+      if (found.ok() && found->value != not_this) {
+        for (size_t i = 0; i < addresses_.size(); ++i) {
+          if (addresses_[i] == found->value) return i;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return std::nullopt;
+  }
+
+  std::unique_ptr<client::Client> ConnectWhenReady(client::PoolParts pool) {
+    client::ClientOptions o;
+    o.pool = std::move(pool);
+    o.rpc_timeout = milliseconds(8000);  // a failover (lease ttl 2 s + grace) fits in one call
+    o.transfer_timeout = milliseconds(5000);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto c = client::Client::Connect(o);
+      if (c.ok()) {
+        auto s = (*c)->Stat();
+        if (s.ok() && s->segments.size() == stores_.size()) return std::move(c.value());
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    return nullptr;
+  }
+
+  // Puts `n` random values (groups of 4 keys) and returns them by key.
+  std::map<std::string, std::string> PutSome(const std::string& prefix, int n) {
+    std::map<std::string, std::string> values;
+    std::mt19937_64 random(n);
+    for (int i = 0; i < n; ++i) {
+      std::string value(1000 + random() % 60000, '\0');
+      for (char& c : value) c = static_cast<char>(random());
+      const std::string key = prefix + std::to_string(i);
+      client::PutOptions options;
+      options.group = prefix + "g" + std::to_string(i / 4);
+      Status s = client_->Put(key, Bytes(value), options);
+      EXPECT_TRUE(s.ok()) << key << ": " << s.ToString();
+      values[key] = std::move(value);
+    }
+    return values;
+  }
+
+  // Every value comes back with its bytes.
+  void ExpectServed(const std::map<std::string, std::string>& values) {
+    for (const auto& [key, value] : values) {
+      auto got = client_->Get(key);
+      ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString() << "\n" << Logs();
+      ASSERT_EQ(*got, value) << key;
+    }
+  }
+
+  std::string Logs() const {
+    std::string all;
+    for (size_t i = 0; i < masters_.size(); ++i) all += "--- master " + std::to_string(i) + "\n" + masters_[i]->Log();
+    for (size_t i = 0; i < stores_.size(); ++i) all += "--- store " + std::to_string(i) + "\n" + stores_[i]->Log();
+    return all;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<TestEtcd> etcd_;
+  std::unique_ptr<etcd::PartLeader> leader_;
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<ChildProcess>> masters_;
+  std::vector<std::unique_ptr<ChildProcess>> stores_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(MasterFailoverTest, AKilledLeaderIsReplacedAndEveryObjectIsServedWithItsBytesAndSpace) {
+  const auto values = PutSome("a", 60);
+  auto before = client_->Stat();
+  ASSERT_TRUE(before.ok());
+  const size_t first = *WaitForLeader("");
+  masters_[first]->Kill(SIGKILL);
+
+  // The same client, unchanged: its next calls find the new leader through etcd.
+  ExpectServed(values);
+  const auto next = WaitForLeader(addresses_[first]);
+  ASSERT_TRUE(next.has_value());
+  auto after = client_->Stat();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->objects, before->objects);
+  EXPECT_EQ(after->used_bytes, before->used_bytes) << "capacity accounting is exact across the failover";
+  EXPECT_EQ(after->capacity_bytes, before->capacity_bytes);
+  // The new leader places new objects around the old ones, never on them.
+  const auto more = PutSome("b", 40);
+  ExpectServed(values);
+  ExpectServed(more);
+
+  // A restarted master is a standby; killing the second leader hands the part back to it.
+  StartMaster();
+  masters_[*next]->Kill(SIGKILL);
+  ExpectServed(values);
+  ExpectServed(more);
+}
+
+TEST_F(MasterFailoverTest, SigtermHandsLeadershipOverBeforeTheLeaderExits) {
+  const auto values = PutSome("h", 20);
+  const size_t first = *WaitForLeader("");
+  EXPECT_EQ(masters_[first]->Kill(SIGTERM), 0) << "a clean exit";
+  const auto next = WaitForLeader(addresses_[first]);
+  ASSERT_TRUE(next.has_value()) << Logs();
+  EXPECT_NE(masters_[first]->Log().find("resigned"), std::string::npos) << Logs();
+  ExpectServed(values);
+}
+
+TEST_F(MasterFailoverTest, APausedLeaderThatWakesUpDeposedServesNothing) {
+  const auto values = PutSome("s", 20);
+  const size_t first = *WaitForLeader("");
+  // A client pinned to the first leader's address, as a client that never asks etcd would be.
+  client::ClientOptions pinned_options;
+  pinned_options.pool = client::PoolParts::Single(addresses_[first]);
+  pinned_options.rpc_timeout = milliseconds(2000);
+  auto pinned = client::Client::Connect(pinned_options);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+
+  ::kill(masters_[first]->pid(), SIGSTOP);
+  const auto next = WaitForLeader(addresses_[first]);
+  ASSERT_TRUE(next.has_value()) << Logs();
+  ExpectServed(values);  // stores rejoined the new leader
+  const auto fresh = PutSome("t", 10);
+  ::kill(masters_[first]->pid(), SIGCONT);
+
+  // Two masters now believe in different terms for a moment; the old one must not answer
+  // from its stale pool: neither a read nor a put.
+  for (const auto& [key, value] : fresh) {
+    auto got = (*pinned)->Get(key);
+    EXPECT_FALSE(got.ok()) << key << " served by a deposed leader";
+  }
+  std::string v(100, 'x');
+  EXPECT_FALSE((*pinned)->Put("from-deposed", Bytes(v)).ok());
+  ExpectServed(values);
+  ExpectServed(fresh);
+}
+
+}  // namespace
+}  // namespace kvpool::testing
