@@ -141,6 +141,7 @@ std::vector<uint64_t> PoolMetadata::Heartbeat(const std::string& store_id,
 }
 
 void PoolMetadata::DropSegmentReplicas(const Segment& segment) {
+  const int64_t now = clock_->NowMs();
   for (size_t i = 0; i < index_.shard_count(); ++i) {
     ObjectShard& shard = index_.shard(i);
     std::lock_guard lock(shard.mu);
@@ -153,7 +154,7 @@ void PoolMetadata::DropSegmentReplicas(const Segment& segment) {
       replicas.erase(dropped, replicas.end());
       // A placeholder of a put still allocating has no copies yet; it is not lost.
       if (lost_some && replicas.empty()) {
-        if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+        ForgetLocked(it->first, it->second, now);
         it = shard.objects.erase(it);
       } else {
         ++it;
@@ -232,13 +233,12 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
         ObjectMeta& meta = it->second;
         meta.length = item.length;
         meta.state = ObjectState::kPending;
-        meta.group = item.group.empty() ? options.group : std::string(item.group);
+        const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
         meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
         meta.put_started_ms = now;
         meta.pin_until_ms = options.pin_ttl_ms > 0 ? now + static_cast<int64_t>(options.pin_ttl_ms) : 0;
-        meta.last_access_ms = now;
         shard.pending.push_back({it->first, meta.put_id, now});
-        if (!meta.group.empty()) groups_.Add(meta.group, it->first, meta.put_id);
+        if (!group.empty()) meta.group = groups_.Add(group, it->first, meta.put_id);
         put_ids[i] = meta.put_id;
       }
     }
@@ -287,7 +287,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
             entry->set_key(it->first);
             entry->set_offset(replica.offset);
             entry->set_length(meta.length);
-            entry->set_group(meta.group);
+            if (meta.group) entry->set_group(*meta.group);
             entry->set_put_id(meta.put_id);
             entry->set_pin_until_unix_ms(meta.pin_until_ms > 0 ? UnixMs(meta.pin_until_ms) : 0);
             entry->set_put_started_unix_ms(UnixMs(meta.put_started_ms));
@@ -356,9 +356,26 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
   for (const auto& replica : replicas) {
     Journal(replica, RecordOf(op, replica.offset, it->second.put_id));
   }
-  if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+  ForgetLocked(it->first, it->second, clock_->NowMs());
   shard.objects.erase(it);
   return replicas;
+}
+
+void PoolMetadata::ForgetLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms) {
+  // Out of the eviction order first: a group's unit may point at the registry's name.
+  if (meta.lru_unit != EvictionLru::kNoUnit) lru_.Leave(meta.lru_unit, meta.pin_until_ms, now_ms);
+  meta.lru_unit = EvictionLru::kNoUnit;
+  if (meta.group) groups_.Remove(*meta.group, key, meta.put_id);
+  meta.group = nullptr;
+}
+
+void PoolMetadata::EnterEvictionOrderLocked(const std::string& key, ObjectMeta& meta,
+                                            int64_t last_access_ms, int64_t blocked_until_ms,
+                                            int64_t now_ms) {
+  meta.lru_unit = meta.group ? lru_.JoinGroup(meta.group, last_access_ms, meta.pin_until_ms,
+                                              blocked_until_ms, now_ms)
+                             : lru_.AddObject(&key, meta.put_id, last_access_ms,
+                                              meta.pin_until_ms, blocked_until_ms, now_ms);
 }
 
 void PoolMetadata::AbandonPut(std::string_view key, uint64_t put_id) {
@@ -406,7 +423,7 @@ std::vector<Status> PoolMetadata::BatchPutEnd(std::span<const std::string_view> 
                                      QuoteKey(key), options_.put_timeout_ms));
       } else {
         it->second.state = ObjectState::kComplete;
-        it->second.last_access_ms = now;
+        EnterEvictionOrderLocked(it->first, it->second, now, 0, now);
         for (const auto& replica : it->second.replicas) {
           waits.Note(replica.segment, Journal(replica, RecordOf(proto::IndexRecord::COMMIT,
                                                                 replica.offset, it->second.put_id)));
@@ -489,7 +506,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
       ++shard.hits;
       ObjectMeta& meta = it->second;
       meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
-      meta.last_access_ms = now;
+      lru_.Touch(meta.lru_unit, now);
       result.length = meta.length;
       result.replicas = ViewsOf(meta);
       NoteSegments(meta.replicas, &referenced);
@@ -617,6 +634,8 @@ PoolStats PoolMetadata::Stat() const {
   stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
   stats.groups = groups_.group_count();
+  stats.eviction_units = lru_.unit_count();
+  stats.eviction_units_visited = lru_.checked_out_total();
   stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);
   stats.rebuilt_objects = rebuilt_objects_.load(std::memory_order_relaxed);
   stats.rebuild_seconds = static_cast<double>(rebuild_ns_.load(std::memory_order_relaxed)) / 1e9;
