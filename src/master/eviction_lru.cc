@@ -174,14 +174,22 @@ void EvictionLru::Leave(UnitId id, int64_t pin_until_ms, int64_t now_ms) {
 
 void EvictionLru::Touch(UnitId id, int64_t now_ms) {
   std::lock_guard lock(mu_);
+  TouchLocked(id, now_ms);
+}
+
+void EvictionLru::TouchAll(std::span<const UnitId> units, int64_t now_ms) {
+  if (units.empty()) return;
+  std::lock_guard lock(mu_);
+  for (UnitId id : units) TouchLocked(id, now_ms);
+}
+
+void EvictionLru::TouchLocked(UnitId id, int64_t now_ms) {
   Unit& u = units_[id];
   assert(u.place != Place::kFree);
+  // Only the recency changes: a unit is ranked again when it reaches the front of its place
+  // (CheckOut), at most once however often it was read, and a read touches one unit, not its
+  // neighbours.
   u.last_access_ms = std::max(u.last_access_ms, now_ms);
-  // A deferred unit is still blocked (a read only lengthens a lease); a checked-out one is
-  // filed by its new recency when the pass gives it back.
-  if (u.place != Place::kUnpinned && u.place != Place::kPinned) return;
-  UnlinkLocked(id);
-  FileLocked(id, 0, now_ms);
 }
 
 void EvictionLru::ReleaseDueLocked(int64_t now_ms) {
@@ -212,8 +220,17 @@ std::vector<EvictionLru::Candidate> EvictionLru::CheckOut(size_t max, int64_t no
     TimeOrder& order = !unpinned_.empty() ? unpinned_ : pinned_;
     if (order.empty()) break;
     const UnitId id = order.begin()->second.head;
-    UnlinkLocked(id);
     Unit& u = units_[id];
+    const bool read_since_filed = u.last_access_ms > u.bucket->time_ms;
+    UnlinkLocked(id);
+    if (read_since_filed) {
+      // Filed before its latest read: its place is further back. Every unit behind it was
+      // filed no earlier, and a recency is never below its filing time, so a unit at the
+      // front whose recency is its filing time is the least recent of all.
+      FileLocked(id, 0, now_ms);
+      ++reranked_total_;
+      continue;
+    }
     u.place = Place::kCheckedOut;
     Candidate& c = out.emplace_back();
     c.unit = id;
@@ -241,6 +258,11 @@ size_t EvictionLru::unit_count() const {
 uint64_t EvictionLru::checked_out_total() const {
   std::lock_guard lock(mu_);
   return checked_out_total_;
+}
+
+uint64_t EvictionLru::reranked_total() const {
+  std::lock_guard lock(mu_);
+  return reranked_total_;
 }
 
 }  // namespace kvpool::master

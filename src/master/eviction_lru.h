@@ -16,9 +16,11 @@
 // object-shard locks (leases, pending members, membership) before it evicts anything, so a
 // unit that changed after it was ranked is given back, never half-evicted.
 //
-// Cost: Touch and Add are O(1) amortized (units sit in per-millisecond buckets, and most
-// go to the newest one); filing a unit at an older time (a rejoin, a pin or a deferral that
-// ended) is O(log buckets). CheckOut is O(units handed out).
+// Cost: Add is O(1) amortized (units sit in per-millisecond buckets, and most go to the
+// newest one); filing a unit at an older time (a rejoin, a pin or a deferral that ended) is
+// O(log buckets). A read (Touch) only records its time; a unit read since it was filed is
+// moved when it reaches the front, once however many reads it had. So CheckOut is O(units
+// handed out + units read since they were filed), the second paid for by those reads.
 //
 // Thread-safe: one mutex, a leaf — nothing is called out while it is held. Callers hold the
 // object's shard lock when they add, touch or remove it (that keeps a unit id valid while
@@ -30,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <queue>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,9 +76,12 @@ class EvictionLru {
   // have ended, and a lease that deferred it may have left with the member).
   // REQUIRES: the object's shard lock is held and the object was added and not left.
   void Leave(UnitId unit, int64_t pin_until_ms, int64_t now_ms);
-  // An access (a read or a member's put end) at `now_ms`: the unit becomes most recent.
+  // An access (a read or a member's put end) at `now_ms`: the unit becomes most recent. A
+  // read only records the time; the unit moves when a pass would otherwise reach it.
   // REQUIRES: as for Leave.
   void Touch(UnitId unit, int64_t now_ms);
+  // Touch of every unit in `units` under one lock (a read batch's hits in one shard).
+  void TouchAll(std::span<const UnitId> units, int64_t now_ms);
 
   // ---- the eviction pass (REQUIRES: one pass at a time) ----
   // Ranks again the units whose deferral or pin has ended by `now_ms`, then hands out up to
@@ -89,6 +95,9 @@ class EvictionLru {
   size_t unit_count() const;
   // Units ever handed out by CheckOut: what eviction passes cost (tests and benchmarks).
   uint64_t checked_out_total() const;
+  // Units CheckOut moved back because they were read after they were filed: once per unit
+  // per filing, however many reads — the deferred share of the reads' cost.
+  uint64_t reranked_total() const;
 
  private:
   enum class Place : uint8_t { kFree, kUnpinned, kPinned, kDeferred, kCheckedOut };
@@ -133,6 +142,7 @@ class EvictionLru {
   void FileLocked(UnitId id, int64_t blocked_until_ms, int64_t now_ms);
   void ReleaseDueLocked(int64_t now_ms);
   static int64_t MaxPin(const GroupUnit& group);
+  void TouchLocked(UnitId id, int64_t now_ms);
 
   mutable std::mutex mu_;
   std::deque<Unit> units_;        // guarded by mu_; ids index it, addresses are stable
@@ -144,6 +154,7 @@ class EvictionLru {
   std::unordered_map<std::string_view, GroupUnit, KeyHash, KeyEqual> groups_;  // guarded by mu_
   size_t live_units_ = 0;           // guarded by mu_
   uint64_t checked_out_total_ = 0;  // guarded by mu_
+  uint64_t reranked_total_ = 0;     // guarded by mu_
 };
 
 }  // namespace kvpool::master

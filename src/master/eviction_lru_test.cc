@@ -45,6 +45,15 @@ TEST_F(EvictionLruTest, LeastRecentFirstAndATouchMakesMostRecent) {
   EXPECT_EQ(Peek(), (Names{"b", "c", "a"}));
 }
 
+TEST_F(EvictionLruTest, AUnitReadManyTimesIsRankedAgainOnce) {
+  auto a = Add("a", 10);
+  Add("b", 20);
+  for (int64_t t = 30; t < 40; ++t) lru_.Touch(a, t);
+  const uint64_t before = lru_.reranked_total();
+  EXPECT_EQ(Peek(), (Names{"b", "a"}));
+  EXPECT_EQ(lru_.reranked_total() - before, 1u);
+}
+
 TEST_F(EvictionLruTest, AnOlderUnitAddedLaterIsRankedByItsTime) {
   Add("new", 50);
   Add("old", 5);  // a rejoined object that completed long ago

@@ -16,7 +16,7 @@
 
 #include "master/eviction_lru.h"
 #include "master/key_hash.h"
-#include "master/replica_placement.h"
+#include "master/replica_list.h"
 
 namespace kvpool::master {
 
@@ -29,7 +29,7 @@ enum class ObjectState : uint8_t {
 // GroupRegistry, the recency in the EvictionLru.
 struct ObjectMeta {
   uint64_t length = 0;
-  std::vector<PlacedReplica> replicas;  // on distinct segments
+  ReplicaList replicas;  // on distinct segments
   // The group's name, owned by the GroupRegistry for as long as this object is a member;
   // null => the object is its own eviction unit.
   const std::string* group = nullptr;

@@ -125,6 +125,7 @@ struct PoolStats {
   uint64_t groups = 0;
   uint64_t eviction_units = 0;          // groups and ungrouped complete objects
   uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
+  uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
   std::vector<SegmentStats> segments;
   uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
   uint64_t rebuilt_objects = 0;    // objects those indexes gave back

@@ -35,6 +35,9 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
   metric("kvpool_master_eviction_units_visited_total", "counter",
          "Units eviction passes looked at (evicted, deferred or passed over).",
          stats.eviction_units_visited);
+  metric("kvpool_master_eviction_units_reranked_total", "counter",
+         "Units eviction passes moved back because they were read after they were ranked.",
+         stats.eviction_units_reranked);
   metric("kvpool_master_used_bytes", "gauge", "Bytes allocated across all segments.",
          stats.used_bytes);
   metric("kvpool_master_capacity_bytes", "gauge", "Bytes of all mounted segments.",
