@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "master/object_index.h"
-
 namespace kvpool::master {
 
 GroupRegistry::GroupRegistry(size_t shard_count) {
@@ -11,17 +9,24 @@ GroupRegistry::GroupRegistry(size_t shard_count) {
   for (size_t i = 0; i < shard_count; ++i) shards_.push_back(std::make_unique<Shard>());
 }
 
-GroupRegistry::Shard& GroupRegistry::ShardFor(const std::string& group) const {
+GroupRegistry::Shard& GroupRegistry::ShardFor(std::string_view group) const {
   return *shards_[KeyHash{}(group) % shards_.size()];
 }
 
-void GroupRegistry::Add(const std::string& group, const std::string& key, uint64_t put_id) {
+const std::string* GroupRegistry::Add(std::string_view group, const std::string& key,
+                                      uint64_t put_id) {
   Shard& shard = ShardFor(group);
   std::lock_guard lock(shard.mu);
-  shard.groups[group][key] = put_id;
+  auto it = shard.groups.find(group);
+  if (it == shard.groups.end()) it = shard.groups.try_emplace(std::string(group)).first;
+  // Re-keyed with this key's view: a member of the same name added before may be an older
+  // incarnation whose key string is about to go.
+  it->second.erase(key);
+  it->second.emplace(key, put_id);
+  return &it->first;
 }
 
-void GroupRegistry::Remove(const std::string& group, const std::string& key, uint64_t put_id) {
+void GroupRegistry::Remove(std::string_view group, std::string_view key, uint64_t put_id) {
   Shard& shard = ShardFor(group);
   std::lock_guard lock(shard.mu);
   auto group_it = shard.groups.find(group);
@@ -32,14 +37,15 @@ void GroupRegistry::Remove(const std::string& group, const std::string& key, uin
   if (group_it->second.empty()) shard.groups.erase(group_it);
 }
 
-GroupRegistry::Members GroupRegistry::MembersOf(const std::string& group) const {
+GroupRegistry::Members GroupRegistry::MembersOf(std::string_view group) const {
   Members members;
   {
     Shard& shard = ShardFor(group);
     std::lock_guard lock(shard.mu);
     auto it = shard.groups.find(group);
     if (it == shard.groups.end()) return members;
-    members.assign(it->second.begin(), it->second.end());
+    members.reserve(it->second.size());
+    for (const auto& [key, put_id] : it->second) members.emplace_back(std::string(key), put_id);
   }
   std::sort(members.begin(), members.end());
   return members;

@@ -14,7 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "master/replica_placement.h"
+#include "master/eviction_lru.h"
+#include "master/key_hash.h"
+#include "master/replica_list.h"
 
 namespace kvpool::master {
 
@@ -23,36 +25,23 @@ enum class ObjectState : uint8_t {
   kComplete,  // BatchPutEnd arrived; readable
 };
 
+// Kept small: a pool holds millions. The key lives in the map, the group name once in the
+// GroupRegistry, the recency in the EvictionLru.
 struct ObjectMeta {
   uint64_t length = 0;
-  std::vector<PlacedReplica> replicas;  // on distinct segments
-  ObjectState state = ObjectState::kPending;
-  std::string group;         // "" => the object is its own eviction unit
+  ReplicaList replicas;  // on distinct segments
+  // The group's name, owned by the GroupRegistry for as long as this object is a member;
+  // null => the object is its own eviction unit.
+  const std::string* group = nullptr;
   uint64_t put_id = 0;       // unique per PutStart; tells a re-put key from the old one
   int64_t put_started_ms = 0;
   int64_t pin_until_ms = 0;    // soft pin: evicted after unpinned candidates until then
   int64_t lease_until_ms = 0;  // never evicted or freed before this
-  int64_t last_access_ms = 0;
-};
+  // Its unit in the eviction order, from the put's end (a pending put has none).
+  EvictionLru::UnitId lru_unit = EvictionLru::kNoUnit;
+  ObjectState state = ObjectState::kPending;
 
-// A key with its hash computed once: hot paths need the hash twice (shard, then bucket).
-struct HashedKey {
-  std::string_view key;
-  size_t hash = 0;
-};
-
-// Hash used both to pick a shard and inside each shard's map. Transparent, so lookups by
-// string_view or HashedKey do not build a std::string.
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view key) const;
-  size_t operator()(const HashedKey& key) const { return key.hash; }
-};
-struct KeyEqual {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
-  bool operator()(const HashedKey& a, std::string_view b) const { return a.key == b; }
-  bool operator()(std::string_view a, const HashedKey& b) const { return a == b.key; }
+  std::string_view group_name() const { return group ? std::string_view(*group) : std::string_view(); }
 };
 
 // A put that was pending when recorded; checked by the put-timeout sweep in start order.

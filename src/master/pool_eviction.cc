@@ -1,112 +1,81 @@
 // Eviction: LRU over eviction units (a group, or one ungrouped object).
 //
-// A pass scans the index once to rank units, then evicts them in order until it has freed
-// enough. Ranking is done without holding more than one shard lock; each eviction then
-// re-checks its unit under the locks of every shard it touches, so a unit that gained a
-// lease, a pending member or a new member since the scan is skipped, never half-evicted.
+// The order lives in EvictionLru, kept up to date as objects complete, are read and go, so a
+// pass looks only at the units it evicts and those it must pass over. It checks units out in
+// order, a few at a time (holding no shard lock), and tries each under the locks of every
+// shard holding a member, in ascending order: a unit that gained a lease, a pending member or
+// a new member since it was ranked is given back, never half-evicted. One blocked by leases
+// alone is deferred until the last of them ends, so later passes do not meet it again
+// before then; others are given back when the pass ends, so this pass does not.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "master/pool_metadata.h"
 
 namespace kvpool::master {
 
-struct PoolMetadata::EvictionCandidate {
-  int64_t last_access_ms = 0;  // most recent access of any member
-  bool pinned = false;         // any member pinned past now
-  bool blocked = false;        // some member leased or pending: not evictable this pass
-  bool is_group = false;
-  std::string name;     // group name, or the key of an ungrouped object
-  uint64_t put_id = 0;  // ungrouped only: the incarnation that was ranked
-  size_t shard = 0;     // ungrouped only
-};
-
 namespace {
 
-bool Evictable(const ObjectMeta& meta, int64_t now_ms) {
-  return meta.state == ObjectState::kComplete && meta.lease_until_ms <= now_ms;
-}
+// The pass checks out 1, 2, 4, ... units at a time: a pass that needs one unit looks at one,
+// one that needs many does not take the order's lock per unit.
+constexpr size_t kMaxCheckOut = 64;
 
 }  // namespace
 
-std::vector<PoolMetadata::EvictionCandidate> PoolMetadata::CollectCandidates(int64_t now_ms) {
-  std::vector<EvictionCandidate> candidates;
-  std::unordered_map<std::string, size_t> group_slot;
-  for (size_t i = 0; i < index_.shard_count(); ++i) {
-    ObjectShard& shard = index_.shard(i);
-    std::lock_guard lock(shard.mu);
-    for (const auto& [key, meta] : shard.objects) {
-      const bool pinned = meta.pin_until_ms > now_ms;
-      if (meta.group.empty()) {
-        if (!Evictable(meta, now_ms)) continue;
-        EvictionCandidate& c = candidates.emplace_back();
-        c.last_access_ms = meta.last_access_ms;
-        c.pinned = pinned;
-        c.name = key;
-        c.put_id = meta.put_id;
-        c.shard = i;
-        continue;
-      }
-      auto [slot, inserted] = group_slot.try_emplace(meta.group, candidates.size());
-      if (inserted) {
-        EvictionCandidate& c = candidates.emplace_back();
-        c.is_group = true;
-        c.name = meta.group;
-        c.last_access_ms = meta.last_access_ms;
-      }
-      EvictionCandidate& c = candidates[slot->second];
-      c.last_access_ms = std::max(c.last_access_ms, meta.last_access_ms);
-      c.pinned = c.pinned || pinned;
-      c.blocked = c.blocked || !Evictable(meta, now_ms);
-    }
-  }
-  std::erase_if(candidates, [](const EvictionCandidate& c) { return c.blocked; });
-  // Unpinned before pinned; least recently used first within each.
-  std::sort(candidates.begin(), candidates.end(),
-            [](const EvictionCandidate& a, const EvictionCandidate& b) {
-              if (a.pinned != b.pinned) return !a.pinned;
-              return a.last_access_ms < b.last_access_ms;
-            });
-  return candidates;
-}
-
 uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms) {
   uint64_t freed = 0;
-  if (bytes > 0) {
-    for (const EvictionCandidate& candidate : CollectCandidates(now_ms)) {
-      if (freed >= bytes) break;
-      freed += candidate.is_group ? EvictGroup(candidate, now_ms) : EvictSingle(candidate, now_ms);
+  std::vector<EvictionLru::Candidate> passed_over;  // given back once the pass is done
+  for (size_t batch_size = 1; freed < bytes; batch_size = std::min(batch_size * 2, kMaxCheckOut)) {
+    std::vector<EvictionLru::Candidate> batch = lru_.CheckOut(batch_size, now_ms);
+    if (batch.empty()) break;
+    size_t i = 0;
+    for (; i < batch.size() && freed < bytes; ++i) {
+      const EvictionAttempt attempt =
+          batch[i].is_group ? EvictGroup(batch[i], now_ms) : EvictSingle(batch[i], now_ms);
+      freed += attempt.freed_bytes;
+      if (attempt.freed_bytes > 0) continue;
+      if (attempt.blocked_until_ms > now_ms) {
+        lru_.GiveBack(batch[i], attempt.blocked_until_ms, now_ms);
+      } else {
+        passed_over.push_back(std::move(batch[i]));
+      }
     }
+    for (; i < batch.size(); ++i) lru_.GiveBack(batch[i], 0, now_ms);  // not tried
   }
+  for (const auto& candidate : passed_over) lru_.GiveBack(candidate, 0, now_ms);
   eviction_passes_.fetch_add(1, std::memory_order_acq_rel);
   return freed;
 }
 
-uint64_t PoolMetadata::EvictSingle(const EvictionCandidate& candidate, int64_t now_ms) {
+PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candidate& candidate,
+                                                        int64_t now_ms) {
   std::vector<PlacedReplica> replicas;
   uint64_t bytes = 0;
   {
-    ObjectShard& shard = index_.shard(candidate.shard);
+    ObjectShard& shard = index_.shard(index_.ShardOf(candidate.name));
     std::lock_guard lock(shard.mu);
     auto it = shard.objects.find(candidate.name);
+    // Gone or put again since it was ranked: its unit has ended, nothing to give back.
     if (it == shard.objects.end() || it->second.put_id != candidate.put_id ||
-        !it->second.group.empty() || !Evictable(it->second, now_ms)) {
-      return 0;
+        it->second.lru_unit != candidate.unit || it->second.group != nullptr ||
+        it->second.state != ObjectState::kComplete) {
+      return {};
     }
+    if (it->second.lease_until_ms > now_ms) return {0, it->second.lease_until_ms};
     bytes = it->second.length * it->second.replicas.size();
     replicas = EraseLocked(shard, candidate.name);
   }
   FreeReplicas(replicas);
   evicted_objects_.fetch_add(1, std::memory_order_relaxed);
   evicted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  return bytes;
+  return {bytes, 0};
 }
 
-uint64_t PoolMetadata::EvictGroup(const EvictionCandidate& candidate, int64_t now_ms) {
+PoolMetadata::EvictionAttempt PoolMetadata::EvictGroup(const EvictionLru::Candidate& candidate,
+                                                       int64_t now_ms) {
   const GroupRegistry::Members members = groups_.MembersOf(candidate.name);
-  if (members.empty()) return 0;
+  if (members.empty()) return {};
 
   // Lock every shard holding a member, in ascending order (the global lock order).
   std::vector<size_t> shard_ids;
@@ -120,17 +89,29 @@ uint64_t PoolMetadata::EvictGroup(const EvictionCandidate& candidate, int64_t no
 
   // A member added since we read the list may live in a shard we do not hold: give up on
   // the group this pass rather than evict it partly.
-  if (groups_.MembersOf(candidate.name) != members) return 0;
+  if (groups_.MembersOf(candidate.name) != members) return {};
   uint64_t bytes = 0;
+  bool pending = false;
+  int64_t leased_until = 0;
   for (const auto& [key, put_id] : members) {
     ObjectShard& shard = index_.shard(index_.ShardOf(key));
     auto it = shard.objects.find(key);
     if (it == shard.objects.end() || it->second.put_id != put_id ||
-        it->second.group != candidate.name || !Evictable(it->second, now_ms)) {
-      return 0;
+        it->second.group_name() != candidate.name) {
+      return {};
     }
-    bytes += it->second.length * it->second.replicas.size();
+    const ObjectMeta& meta = it->second;
+    if (meta.state != ObjectState::kComplete) {
+      pending = true;
+      continue;
+    }
+    if (meta.lru_unit != candidate.unit) return {};  // the group ended and began again
+    leased_until = std::max(leased_until, meta.lease_until_ms);
+    bytes += meta.length * meta.replicas.size();
   }
+  // A pending member ends at its put's end or timeout, not at a known time: no deferral.
+  if (pending) return {};
+  if (leased_until > now_ms) return {0, leased_until};
   std::vector<PlacedReplica> replicas;
   for (const auto& [key, put_id] : members) {
     auto erased = EraseLocked(index_.shard(index_.ShardOf(key)), key);
@@ -141,7 +122,7 @@ uint64_t PoolMetadata::EvictGroup(const EvictionCandidate& candidate, int64_t no
   FreeReplicas(replicas);
   evicted_objects_.fetch_add(members.size(), std::memory_order_relaxed);
   evicted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  return bytes;
+  return {bytes, 0};
 }
 
 }  // namespace kvpool::master

@@ -41,7 +41,7 @@ std::vector<ReplicaView> ViewsOf(const ObjectMeta& meta) {
 }
 
 // Collects each distinct segment once; batches reference few segments, so a linear scan wins.
-void NoteSegments(const std::vector<PlacedReplica>& replicas,
+void NoteSegments(std::span<const PlacedReplica> replicas,
                   std::vector<std::shared_ptr<Segment>>* seen) {
   for (const auto& replica : replicas) {
     bool known = false;
@@ -62,6 +62,35 @@ proto::IndexRecord RecordOf(proto::IndexRecord::Op op, uint64_t offset, uint64_t
 bool OnAny(const std::vector<ReplicaView>& replicas, const std::unordered_set<uint64_t>& segments) {
   return std::any_of(replicas.begin(), replicas.end(),
                      [&](const ReplicaView& r) { return segments.count(r.segment_id) != 0; });
+}
+
+// Hashes each key once and visits the keys shard by shard, so a batch of thousands takes each
+// shard lock once instead of once per key: visit(shard, hashed, indices) runs with the shard
+// locked, `indices` the positions in `keys` (and `hashed`) of the keys it holds.
+template <typename Visit>
+void VisitByShard(const ObjectIndex& index, std::span<const std::string_view> keys, Visit visit) {
+  const size_t shard_count = index.shard_count();
+  thread_local std::vector<HashedKey> hashed;
+  thread_local std::vector<uint32_t> shard_of, order, shard_begin, fill;
+  hashed.resize(keys.size());
+  shard_of.resize(keys.size());
+  order.resize(keys.size());
+  shard_begin.assign(shard_count + 1, 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    hashed[i] = ObjectIndex::Hash(keys[i]);
+    shard_of[i] = static_cast<uint32_t>(index.ShardOf(hashed[i]));
+    ++shard_begin[shard_of[i] + 1];
+  }
+  for (size_t s = 0; s < shard_count; ++s) shard_begin[s + 1] += shard_begin[s];
+  fill.assign(shard_begin.begin(), shard_begin.end() - 1);
+  for (size_t i = 0; i < keys.size(); ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
+  for (size_t s = 0; s < shard_count; ++s) {
+    if (shard_begin[s] == shard_begin[s + 1]) continue;
+    ObjectShard& shard = index.shard(s);
+    std::lock_guard lock(shard.mu);
+    visit(shard, std::span<const HashedKey>(hashed),
+          std::span<const uint32_t>(order).subspan(shard_begin[s], shard_begin[s + 1] - shard_begin[s]));
+  }
 }
 
 std::vector<SegmentInfo> InfosOf(const std::vector<std::shared_ptr<Segment>>& segments) {
@@ -150,19 +179,18 @@ std::vector<uint64_t> PoolMetadata::Heartbeat(const std::string& store_id,
 }
 
 void PoolMetadata::DropSegmentReplicas(const Segment& segment) {
+  const int64_t now = clock_->NowMs();
   for (size_t i = 0; i < index_.shard_count(); ++i) {
     ObjectShard& shard = index_.shard(i);
     std::lock_guard lock(shard.mu);
     for (auto it = shard.objects.begin(); it != shard.objects.end();) {
       auto& replicas = it->second.replicas;
-      auto dropped = std::remove_if(replicas.begin(), replicas.end(), [&](const PlacedReplica& r) {
+      const bool lost_some = replicas.EraseIf([&](const PlacedReplica& r) {
         return r.segment.get() == &segment;
-      });
-      bool lost_some = dropped != replicas.end();
-      replicas.erase(dropped, replicas.end());
+      }) > 0;
       // A placeholder of a put still allocating has no copies yet; it is not lost.
       if (lost_some && replicas.empty()) {
-        if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+        ForgetLocked(it->first, it->second, now);
         it = shard.objects.erase(it);
       } else {
         ++it;
@@ -241,13 +269,12 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
         ObjectMeta& meta = it->second;
         meta.length = item.length;
         meta.state = ObjectState::kPending;
-        meta.group = item.group.empty() ? options.group : std::string(item.group);
+        const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
         meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
         meta.put_started_ms = now;
         meta.pin_until_ms = options.pin_ttl_ms > 0 ? now + static_cast<int64_t>(options.pin_ttl_ms) : 0;
-        meta.last_access_ms = now;
         shard.pending.push_back({it->first, meta.put_id, now});
-        if (!meta.group.empty()) groups_.Add(meta.group, it->first, meta.put_id);
+        if (!group.empty()) meta.group = groups_.Add(group, it->first, meta.put_id);
         put_ids[i] = meta.put_id;
       }
     }
@@ -286,7 +313,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
         }
         if (status.ok()) {
           ObjectMeta& meta = it->second;
-          meta.replicas = std::move(*placed);
+          meta.replicas.Assign(std::move(*placed));
           out.results[i].replicas = ViewsOf(meta);
           NoteSegments(meta.replicas, &referenced);
           for (const auto& replica : meta.replicas) {
@@ -296,7 +323,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
             entry->set_key(it->first);
             entry->set_offset(replica.offset);
             entry->set_length(meta.length);
-            entry->set_group(meta.group);
+            if (meta.group) entry->set_group(*meta.group);
             entry->set_put_id(meta.put_id);
             entry->set_pin_until_unix_ms(meta.pin_until_ms > 0 ? UnixMs(meta.pin_until_ms) : 0);
             entry->set_put_started_unix_ms(UnixMs(meta.put_started_ms));
@@ -361,13 +388,30 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
                                                      proto::IndexRecord::Op op) {
   auto it = shard.objects.find(key);
   if (it == shard.objects.end()) return {};
-  std::vector<PlacedReplica> replicas = std::move(it->second.replicas);
+  std::vector<PlacedReplica> replicas = it->second.replicas.Take();
   for (const auto& replica : replicas) {
     Journal(replica, RecordOf(op, replica.offset, it->second.put_id));
   }
-  if (!it->second.group.empty()) groups_.Remove(it->second.group, it->first, it->second.put_id);
+  ForgetLocked(it->first, it->second, clock_->NowMs());
   shard.objects.erase(it);
   return replicas;
+}
+
+void PoolMetadata::ForgetLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms) {
+  // Out of the eviction order first: a group's unit may point at the registry's name.
+  if (meta.lru_unit != EvictionLru::kNoUnit) lru_.Leave(meta.lru_unit, meta.pin_until_ms, now_ms);
+  meta.lru_unit = EvictionLru::kNoUnit;
+  if (meta.group) groups_.Remove(*meta.group, key, meta.put_id);
+  meta.group = nullptr;
+}
+
+void PoolMetadata::EnterEvictionOrderLocked(const std::string& key, ObjectMeta& meta,
+                                            int64_t last_access_ms, int64_t blocked_until_ms,
+                                            int64_t now_ms) {
+  meta.lru_unit = meta.group ? lru_.JoinGroup(meta.group, last_access_ms, meta.pin_until_ms,
+                                              blocked_until_ms, now_ms)
+                             : lru_.AddObject(&key, meta.put_id, last_access_ms,
+                                              meta.pin_until_ms, blocked_until_ms, now_ms);
 }
 
 void PoolMetadata::AbandonPut(std::string_view key, uint64_t put_id) {
@@ -415,7 +459,7 @@ std::vector<Status> PoolMetadata::BatchPutEnd(std::span<const std::string_view> 
                                      QuoteKey(key), options_.put_timeout_ms));
       } else {
         it->second.state = ObjectState::kComplete;
-        it->second.last_access_ms = now;
+        EnterEvictionOrderLocked(it->first, it->second, now, 0, now);
         for (const auto& replica : it->second.replicas) {
           waits.Note(replica.segment, Journal(replica, RecordOf(proto::IndexRecord::COMMIT,
                                                                 replica.offset, it->second.put_id)));
@@ -477,33 +521,40 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
   const int64_t lease_until = now + static_cast<int64_t>(out.lease_ms);
   out.results.resize(keys.size());
   std::vector<std::shared_ptr<Segment>> referenced;
+  std::vector<bool> invalid(keys.size(), false);
   for (size_t i = 0; i < keys.size(); ++i) {
-    std::string_view key = keys[i];
-    GetResult& result = out.results[i];
-    if (Status status = ValidateKey(key); !status.ok()) {
-      result.status = std::move(status);
-      continue;
-    }
-    const HashedKey hashed = ObjectIndex::Hash(key);
-    ObjectShard& shard = index_.shard(index_.ShardOf(hashed));
-    std::lock_guard lock(shard.mu);
-    auto it = shard.objects.find(hashed);
-    if (it == shard.objects.end()) {
-      ++shard.misses;
-      result.status = NotFound(fmt::format("key {} is not in the pool", QuoteKey(key)));
-    } else if (it->second.state != ObjectState::kComplete) {
-      ++shard.misses;
-      result.status = NotReady(fmt::format("put of key {} has not ended", QuoteKey(key)));
-    } else {
-      ++shard.hits;
-      ObjectMeta& meta = it->second;
-      meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
-      meta.last_access_ms = now;
-      result.length = meta.length;
-      result.replicas = ViewsOf(meta);
-      NoteSegments(meta.replicas, &referenced);
+    if (Status status = ValidateKey(keys[i]); !status.ok()) {
+      out.results[i].status = std::move(status);
+      invalid[i] = true;
     }
   }
+  thread_local std::vector<EvictionLru::UnitId> touched;
+  VisitByShard(index_, keys, [&](ObjectShard& shard, std::span<const HashedKey> hashed,
+                                 std::span<const uint32_t> indices) {
+    touched.clear();
+    for (uint32_t i : indices) {
+      if (invalid[i]) continue;
+      GetResult& result = out.results[i];
+      auto it = shard.objects.find(hashed[i]);
+      if (it == shard.objects.end()) {
+        ++shard.misses;
+        result.status = NotFound(fmt::format("key {} is not in the pool", QuoteKey(keys[i])));
+      } else if (it->second.state != ObjectState::kComplete) {
+        ++shard.misses;
+        result.status = NotReady(fmt::format("put of key {} has not ended", QuoteKey(keys[i])));
+      } else {
+        ++shard.hits;
+        ObjectMeta& meta = it->second;
+        meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
+        touched.push_back(meta.lru_unit);
+        result.length = meta.length;
+        result.replicas = ViewsOf(meta);
+        NoteSegments(meta.replicas, &referenced);
+      }
+    }
+    // Under the shard lock still: the units cannot end meanwhile.
+    lru_.TouchAll(touched, now);
+  });
   // A new master must not hand out bytes a lease granted here still covers: every store
   // holding a leased copy has been promised a horizon past the lease (usually long since).
   JournalWaits waits;
@@ -534,36 +585,13 @@ void PoolMetadata::BatchExists(std::span<const std::string_view> keys, std::stri
   const size_t base = out->size();
   out->resize(base + keys.size(), '\0');
   char* flags = out->data() + base;
-  // Hash each key once and visit the keys shard by shard, so a batch of thousands takes
-  // each shard lock once instead of once per key.
-  const size_t shard_count = index_.shard_count();
-  thread_local std::vector<HashedKey> hashed;
-  thread_local std::vector<uint32_t> shard_of, order, shard_begin;
-  hashed.resize(keys.size());
-  shard_of.resize(keys.size());
-  order.resize(keys.size());
-  shard_begin.assign(shard_count + 1, 0);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    hashed[i] = ObjectIndex::Hash(keys[i]);
-    shard_of[i] = static_cast<uint32_t>(index_.ShardOf(hashed[i]));
-    ++shard_begin[shard_of[i] + 1];
-  }
-  for (size_t s = 0; s < shard_count; ++s) shard_begin[s + 1] += shard_begin[s];
-  {
-    thread_local std::vector<uint32_t> fill;
-    fill.assign(shard_begin.begin(), shard_begin.end() - 1);
-    for (size_t i = 0; i < keys.size(); ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
-  }
-  for (size_t s = 0; s < shard_count; ++s) {
-    if (shard_begin[s] == shard_begin[s + 1]) continue;
-    ObjectShard& shard = index_.shard(s);
-    std::lock_guard lock(shard.mu);
-    for (uint32_t j = shard_begin[s]; j < shard_begin[s + 1]; ++j) {
-      const uint32_t i = order[j];
+  VisitByShard(index_, keys, [&](ObjectShard& shard, std::span<const HashedKey> hashed,
+                                 std::span<const uint32_t> indices) {
+    for (uint32_t i : indices) {
       auto it = shard.objects.find(hashed[i]);
       flags[i] = it != shard.objects.end() && it->second.state == ObjectState::kComplete ? 1 : 0;
     }
-  }
+  });
 }
 
 std::vector<Status> PoolMetadata::BatchRemove(std::span<const std::string_view> keys) {
@@ -626,6 +654,9 @@ PoolStats PoolMetadata::Stat() const {
   stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
   stats.groups = groups_.group_count();
+  stats.eviction_units = lru_.unit_count();
+  stats.eviction_units_visited = lru_.checked_out_total();
+  stats.eviction_units_reranked = lru_.reranked_total();
   stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);
   stats.rebuilt_objects = rebuilt_objects_.load(std::memory_order_relaxed);
   stats.rebuild_seconds = static_cast<double>(rebuild_ns_.load(std::memory_order_relaxed)) / 1e9;

@@ -2,8 +2,9 @@
 // consistent. It never touches a value's bytes — only where they live.
 //
 //   segments  (SegmentTable)   mounted segments, their allocators, store liveness
-//   objects   (ObjectIndex)    key -> {length, replicas, state, group, pin, lease, access}
+//   objects   (ObjectIndex)    key -> {length, replicas, state, group, pin, lease, unit}
 //   groups    (GroupRegistry)  group -> member keys, so eviction can take a group whole
+//   order     (EvictionLru)    eviction units (groups, ungrouped objects) by recency and pin
 //
 // Rules kept here (docs/architecture.md):
 //   * An object is visible to readers only after PutEnd; a pending put older than
@@ -28,8 +29,9 @@
 //   1. eviction_mu_                   one eviction pass at a time
 //   2. object shard mutexes           ascending shard index when holding several
 //   3. group registry shard mutex     one at a time
-//   4. deferred_mu_                   removed-while-leased objects awaiting their free
-//   5. segment table mutex, then a segment's allocator mutex (leaves)
+//   4. lru_'s mutex                   the eviction order (never held with 3)
+//   5. deferred_mu_                   removed-while-leased objects awaiting their free
+//   6. segment table mutex, then a segment's allocator mutex (leaves)
 #pragma once
 
 #include <atomic>
@@ -42,6 +44,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "master/eviction_lru.h"
 #include "master/group_registry.h"
 #include "master/object_index.h"
 #include "master/segment_table.h"
@@ -120,6 +123,9 @@ struct PoolStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t groups = 0;
+  uint64_t eviction_units = 0;          // groups and ungrouped complete objects
+  uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
+  uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
   std::vector<SegmentStats> segments;
   uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
   uint64_t rebuilt_objects = 0;    // objects those indexes gave back
@@ -197,7 +203,12 @@ class PoolMetadata {
     std::vector<PlacedReplica> replicas;
     uint64_t put_id = 0;  // the put the bytes belong to, for the stores' DROP records
   };
-  struct EvictionCandidate;
+  // What trying to evict one unit came to: bytes freed (0: not evicted), and if it is blocked
+  // by leases alone, until when.
+  struct EvictionAttempt {
+    uint64_t freed_bytes = 0;
+    int64_t blocked_until_ms = 0;
+  };
 
   Status ValidateKey(std::string_view key) const;
   Status ValidatePut(const PutStartItem& item) const;
@@ -225,6 +236,12 @@ class PoolMetadata {
   static void DropAndFree(const std::vector<PlacedReplica>& replicas, uint64_t put_id);
   // Erases `key` if it is still the put `put_id` and frees its space.
   void AbandonPut(std::string_view key, uint64_t put_id);
+  // Takes the object out of the eviction order and its group (REQUIRES: its shard lock held).
+  void ForgetLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms);
+  // A complete object enters the eviction order, ranked at `last_access_ms`, deferred until
+  // `blocked_until_ms` (REQUIRES: its shard lock held; `key` is the index's own).
+  void EnterEvictionOrderLocked(const std::string& key, ObjectMeta& meta, int64_t last_access_ms,
+                                int64_t blocked_until_ms, int64_t now_ms);
 
   void ReclaimTimedOutPuts(int64_t now_ms);
   void FreeEndedLeases(int64_t now_ms);
@@ -233,15 +250,15 @@ class PoolMetadata {
 
   // Eviction (pool_eviction.cc). REQUIRES: eviction_mu_ held.
   uint64_t EvictLocked(uint64_t bytes, int64_t now_ms);
-  std::vector<EvictionCandidate> CollectCandidates(int64_t now_ms);
-  uint64_t EvictSingle(const EvictionCandidate& candidate, int64_t now_ms);
-  uint64_t EvictGroup(const EvictionCandidate& candidate, int64_t now_ms);
+  EvictionAttempt EvictSingle(const EvictionLru::Candidate& candidate, int64_t now_ms);
+  EvictionAttempt EvictGroup(const EvictionLru::Candidate& candidate, int64_t now_ms);
 
   const PoolOptions options_;
   Clock* const clock_;
   SegmentTable segments_;
   ObjectIndex index_;
   GroupRegistry groups_;
+  EvictionLru lru_;
 
   std::mutex eviction_mu_;
   // Bumped after every eviction pass: a put that failed to allocate skips evicting when

@@ -29,6 +29,15 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
   metric("kvpool_master_objects", "gauge", "Objects in the index (pending and complete).",
          stats.objects);
   metric("kvpool_master_groups", "gauge", "Named eviction groups with members.", stats.groups);
+  metric("kvpool_master_eviction_units", "gauge",
+         "Units in the eviction order (groups and ungrouped complete objects).",
+         stats.eviction_units);
+  metric("kvpool_master_eviction_units_visited_total", "counter",
+         "Units eviction passes looked at (evicted, deferred or passed over).",
+         stats.eviction_units_visited);
+  metric("kvpool_master_eviction_units_reranked_total", "counter",
+         "Units eviction passes moved back because they were read after they were ranked.",
+         stats.eviction_units_reranked);
   metric("kvpool_master_used_bytes", "gauge", "Bytes allocated across all segments.",
          stats.used_bytes);
   metric("kvpool_master_capacity_bytes", "gauge", "Bytes of all mounted segments.",

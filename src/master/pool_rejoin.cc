@@ -71,6 +71,10 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
 
   // Every object is leased until the old master's horizon (at least until now).
   const int64_t horizon = std::max(now, ClockMs(lease_horizon_unix_ms));
+  // An object's recency is when its put ended (now, if the store did not say).
+  auto recency_of = [&](const proto::IndexEntry& e) {
+    return e.completed_unix_ms() > 0 ? ClockMs(e.completed_unix_ms()) : now;
+  };
   uint64_t max_put_id = 0;
   std::vector<DeferredFree> held;
   std::vector<PendingPut> pending;
@@ -90,7 +94,10 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
       if (meta.put_id == e.put_id() && meta.length == e.length()) {
         // Another copy of the same put, on another store: one object with both copies.
         meta.replicas.push_back(std::move(replica));
-        if (e.complete()) meta.state = ObjectState::kComplete;
+        if (e.complete() && meta.state != ObjectState::kComplete) {
+          meta.state = ObjectState::kComplete;
+          EnterEvictionOrderLocked(it->first, meta, recency_of(e), meta.lease_until_ms, now);
+        }
         ++result.objects;
         continue;
       }
@@ -109,14 +116,17 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
     fresh.length = e.length();
     fresh.replicas.push_back(std::move(replica));
     fresh.state = e.complete() ? ObjectState::kComplete : ObjectState::kPending;
-    fresh.group = e.group();
     fresh.put_id = e.put_id();
     fresh.put_started_ms = ClockMs(e.put_started_unix_ms());
     fresh.pin_until_ms = e.pin_until_unix_ms() > 0 ? ClockMs(e.pin_until_unix_ms()) : 0;
     fresh.lease_until_ms = horizon;
-    fresh.last_access_ms = e.completed_unix_ms() > 0 ? ClockMs(e.completed_unix_ms()) : now;
-    if (fresh.state == ObjectState::kPending) pending.push_back({it->first, fresh.put_id, fresh.put_started_ms});
-    if (!fresh.group.empty()) groups_.Add(fresh.group, it->first, fresh.put_id);
+    if (!e.group().empty()) fresh.group = groups_.Add(e.group(), it->first, fresh.put_id);
+    if (fresh.state == ObjectState::kPending) {
+      pending.push_back({it->first, fresh.put_id, fresh.put_started_ms});
+    } else {
+      // Ranked by when it completed, aside until the horizon: no pass looks at it before.
+      EnterEvictionOrderLocked(it->first, fresh, recency_of(e), horizon, now);
+    }
     ++result.objects;
   }
   // Pending puts go to the timeout sweep in start order, as BatchPutStart queues them.

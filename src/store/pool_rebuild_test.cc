@@ -269,6 +269,58 @@ TEST_F(PoolRebuildTest, AStoreThatDoesNotConfirmFailsThePutAndLeavesNothingVisib
   EXPECT_TRUE(Put(*old_, "unconfirmed", 64).ok());  // the key was free again
 }
 
+// Rejoined objects enter the eviction order ranked by when their puts ended, and no pass
+// looks at them before the lease horizon.
+TEST_F(PoolRebuildTest, RejoinedObjectsAreEvictedInTheOrderTheirPutsEnded) {
+  const int64_t wall = WallClockMs();
+  proto::MountSegmentRequest request;
+  uint64_t offset = 0;
+  auto add = [&](const std::string& key, const std::string& group, int64_t completed_ago_ms,
+                 bool complete = true) {
+    auto* e = request.add_entries();
+    e->set_key(key);
+    e->set_group(group);
+    e->set_offset(offset);
+    e->set_length(64);
+    e->set_put_id(100 + offset);
+    e->set_put_started_unix_ms(wall - completed_ago_ms - 1);
+    e->set_complete(complete);
+    if (complete) e->set_completed_unix_ms(wall - completed_ago_ms);
+    offset += 64;
+  };
+  add("newest", "", 1000);
+  add("g0", "g", 1500);
+  add("oldest", "", 3000);
+  add("g1", "g", 2500);
+  add("pending", "", 0, /*complete=*/false);
+  std::span<const proto::IndexEntry* const> entries(request.entries().data(), request.entries_size());
+  master::SegmentInfo info = Info("store-a", 7);
+  info.keeps_index = false;  // no store follows this one; nothing waits for confirmations
+  auto rejoined = fresh_->RejoinSegment(info, entries, wall + 1000);
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString();
+  EXPECT_EQ(rejoined->objects, 5u);
+  EXPECT_EQ(fresh_->Stat().eviction_units, 3u);  // oldest, g, newest
+
+  auto exists = [&](std::string_view key) {
+    std::string flags;
+    fresh_->BatchExists({&key, 1}, &flags);
+    return flags[0] == 1;
+  };
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 0u);  // leased until the horizon
+  EXPECT_EQ(fresh_->Stat().eviction_units_visited, 0u);
+  clock_.AdvanceMs(1001);
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 64u);
+  EXPECT_FALSE(exists("oldest"));
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 128u);  // the group, as recent as g0
+  EXPECT_FALSE(exists("g1"));
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 64u);
+  EXPECT_FALSE(exists("newest"));
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 0u);  // a pending put is never evicted
+  std::string_view pending = "pending";
+  EXPECT_TRUE(fresh_->BatchPutEnd({&pending, 1})[0].ok());
+  EXPECT_EQ(fresh_->EvictAtLeast(1), 64u);
+}
+
 TEST_F(PoolRebuildTest, MalformedEntriesAreSkippedAndARejoinOfAMountedIdIsRefused) {
   proto::MountSegmentRequest request;
   auto* inside = request.add_entries();
