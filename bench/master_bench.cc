@@ -351,7 +351,8 @@ RpcRun RunRpcPhases(const BenchOptions& o) {
   }
   std::vector<std::unique_ptr<Master::Stub>> stubs;
   for (int t = 0; t < o.threads; ++t) stubs.push_back(NewStub((*server)->address(), t));
-  PoolMetadata& pool = (*server)->pool();
+  const std::shared_ptr<PoolMetadata> pool_holder = (*server)->pool();  // a lone master always has one
+  PoolMetadata& pool = *pool_holder;
 
   // Two segments, only records, each large enough for every resident object (no eviction).
   const uint64_t segment_bytes = std::max<uint64_t>(uint64_t{64} << 30, o.resident * o.value_bytes);
