@@ -174,8 +174,8 @@ Status Leadership::Resign() {
   int64_t lease = 0;
   {
     std::lock_guard lock(mu_);
-    if (stopping_ && !renew_thread_.joinable()) return Status::Ok();
-    stopping_ = true;
+    if (resigned_) return Status::Ok();
+    resigned_ = stopping_ = true;
     was_leading = leading_.exchange(false);
     won = won_;
     won_.reset();

@@ -85,7 +85,8 @@ class Leadership {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                   // guarded by mu_; also set by Resign
+  bool stopping_ = false;                   // guarded by mu_; set by Resign
+  bool resigned_ = false;                   // guarded by mu_: Resign ran (it runs once)
   int64_t lease_ = 0;                       // guarded by mu_; 0 = none yet / lost
   uint64_t lease_generation_ = 0;           // guarded by mu_; bumps when a lease is lost
   std::optional<etcd::LeaderKey> won_;      // guarded by mu_
