@@ -86,19 +86,13 @@ struct Client::Impl {
       for (size_t i : failed) moved |= masters->Refresh(calls[i].part, left);
       // etcd still names the failed master until its lease ends: ask again shortly.
       if (!moved) std::this_thread::sleep_for(std::min(left, kLeaderRecheck));
+      const auto remaining = std::chrono::duration_cast<milliseconds>(deadline - Now());
+      if (remaining <= milliseconds(0)) return;  // the failed calls keep their UNAVAILABLE
       std::vector<Call> again;
       for (size_t i : failed) {
         again.push_back(std::move(calls[i]));
         again.back().reply.Clear();
         again.back().status = grpc::Status();
-      }
-      const auto remaining = std::chrono::duration_cast<milliseconds>(deadline - Now());
-      if (remaining <= milliseconds(0)) {
-        for (size_t j = 0; j < failed.size(); ++j) {
-          calls[failed[j]] = std::move(again[j]);
-          calls[failed[j]].status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no leader answered in time");
-        }
-        return;
       }
       RunPartCalls(masters->Stubs(), again, PartCallOptions{remaining, wait_for_ready}, prepare);
       for (size_t j = 0; j < failed.size(); ++j) calls[failed[j]] = std::move(again[j]);
