@@ -78,11 +78,43 @@ def restart_section(data):
     return out
 
 
+def failover_section(data):
+    kills = data["kills"]
+    elected = [k["elected_after_s"] for k in kills]
+    rejoined = [k["rejoined_after_s"] for k in kills]
+    kept = [k["objects_after"] / k["objects_before"] for k in kills if k["objects_before"]]
+    r = data["replay_result"]
+    out = ["## The leader killed again and again (*measured*)", "",
+           f"A real etcd, {data['masters']} `kvpool master --etcd` processes for one part (leader lease "
+           f"{data['leader_ttl_s']} s, takeover grace {data['takeover_grace_ms']} ms) and {data['stores']} "
+           f"`kvpool store --etcd` processes (1 GiB each), under `{data['replay']}`. Every "
+           f"{data['interval_s']} s the leader is killed with `kill -9` and started again at once as a standby. "
+           f"Command `{data['command']}`, {data['date']}, {data['machine']}.", "",
+           "| | median | max |", "|---|---:|---:|",
+           f"| another master leads, after the kill (s) | {statistics.median(elected):.2f} | {max(elected):.2f} |",
+           f"| both stores rejoined it, after the kill (s) | {statistics.median(rejoined):.2f} | {max(rejoined):.2f} |",
+           f"| objects after / objects just before | {statistics.median(kept):.3f} | min {min(kept):.3f} |",
+           "",
+           f"{len(kills)} kills. The replay (*emulated* time, real KV bytes through the real pool): "
+           f"{r['requests']} requests, {r['failed_requests']} failed, {r['verification_errors']} verification "
+           f"errors, {r['save_failures']} failed saves, pool share of prompt tokens "
+           f"{100 * r['token_sources']['pool_share']:.1f}%, reuse {100 * r['token_sources']['reuse']:.1f}%. "
+           "Objects can differ across a kill because the replay keeps putting and evicting meanwhile.", ""]
+    if r["token_sources"]["pool_share"] == 0:
+        out += ["Here too the GPU prefix cache holds every reused prefix, so the pool serves no prompt tokens: "
+                "the rows to read are the failover times and the objects kept. The same run where the pool "
+                "carries the reuse is still to come (issue 15).", ""]
+    return out
+
+
 def main():
     lines = ["# Reliability", "",
              "Rendered by `scripts/render_reliability.py` from the raw results in `docs/results/`.", ""]
     cost = load("index-cost.json")
     restart = load("master-restart.json")
+    failover = load("master-failover.json")
+    if failover:
+        lines += failover_section(failover)
     if restart:
         lines += restart_section(restart)
     if cost:
