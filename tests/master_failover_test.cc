@@ -198,5 +198,30 @@ TEST_F(MasterFailoverTest, APausedLeaderThatWakesUpDeposedServesNothing) {
   ExpectServed(fresh);
 }
 
+TEST_F(MasterFailoverTest, WithoutEtcdTheLeaderStopsServingAndWithEtcdBackThePoolIsServedAgain) {
+  const auto values = PutSome("e", 20);
+  const size_t first = *WaitForLeader("");
+  client::ClientOptions pinned_options;
+  pinned_options.pool = client::PoolParts::Single(addresses_[first]);
+  pinned_options.rpc_timeout = milliseconds(1000);
+  auto pinned = client::Client::Connect(pinned_options);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
+  const std::string key = values.begin()->first;
+  ASSERT_TRUE((*pinned)->Get(key).ok());
+
+  etcd_->Kill();
+  // The leader cannot renew its lease, so within the lease it stops answering: it cannot know
+  // that no other master leads.
+  bool stopped = false;
+  for (int attempt = 0; attempt < 100 && !stopped; ++attempt) {
+    stopped = !(*pinned)->Get(key).ok();
+    if (!stopped) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(stopped) << "a leader without etcd kept serving\n" << Logs();
+
+  ASSERT_TRUE(etcd_->Start()) << etcd_->Log();
+  ExpectServed(values);  // the same leader again (etcd kept its lease) or a new one the stores rejoined
+}
+
 }  // namespace
 }  // namespace kvpool::testing
