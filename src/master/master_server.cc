@@ -191,12 +191,19 @@ MasterServer::~MasterServer() {
 int MasterServer::metrics_port() const { return http_server_ ? http_server_->port() : 0; }
 
 void MasterServer::MaintenanceLoop() {
+  std::shared_ptr<PoolMetadata> served_last;  // what the previous pass ran on (null: nothing)
   std::unique_lock lock(mu_);
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
     if (stopping_) break;
     lock.unlock();
-    if (std::shared_ptr<PoolMetadata> pool = active_->Get()) pool->RunMaintenance();
+    std::shared_ptr<PoolMetadata> pool = active_->Get();
+    if (pool) {
+      // The same pool served again after a gap: the stores' heartbeats were refused meanwhile.
+      if (pool != served_last) pool->ForgiveStoreSilence();
+      pool->RunMaintenance();
+    }
+    served_last = pool;
     lock.lock();
   }
 }

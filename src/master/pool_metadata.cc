@@ -142,6 +142,8 @@ void PoolMetadata::ExtendLeaseHorizons(int64_t now_ms) {
   }
 }
 
+void PoolMetadata::ForgiveStoreSilence() { segments_.ForgiveSilence(clock_->NowMs()); }
+
 bool PoolMetadata::WaitIndexSynced(std::chrono::steady_clock::time_point deadline) {
   bool synced = true;
   for (const auto& segment : segments_.Snapshot()) {

@@ -194,6 +194,11 @@ class PoolMetadata {
   // rebuilds everything this one answered (invariant 8).
   bool WaitIndexSynced(std::chrono::steady_clock::time_point deadline);
 
+  // A leader that serves again after a pause (it could not renew its etcd lease for a while,
+  // and answered nobody) counts every store as heard from now, instead of dropping them for
+  // heartbeats it refused.
+  void ForgiveStoreSilence();
+
   // Runs one eviction pass that tries to free at least `bytes`; returns bytes freed.
   uint64_t EvictAtLeast(uint64_t bytes);
 

@@ -87,6 +87,11 @@ std::vector<uint64_t> SegmentTable::TakeExpiredSegments(int64_t now_ms, uint64_t
   return expired;
 }
 
+void SegmentTable::ForgiveSilence(int64_t now_ms) {
+  std::unique_lock lock(mu_);
+  for (auto& [store, last_seen] : store_last_seen_ms_) last_seen = std::max(last_seen, now_ms);
+}
+
 uint64_t SegmentTable::capacity_bytes() const {
   std::shared_lock lock(mu_);
   uint64_t total = 0;

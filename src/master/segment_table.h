@@ -50,6 +50,10 @@ class SegmentTable {
   // stores, so each expiry is reported once.
   std::vector<uint64_t> TakeExpiredSegments(int64_t now_ms, uint64_t ttl_ms);
 
+  // Counts every known store as heard from at `now_ms`: a master that could not hear them
+  // (it did not serve for a while) must not drop them for its own silence.
+  void ForgiveSilence(int64_t now_ms);
+
   uint64_t capacity_bytes() const;
   uint64_t used_bytes() const;
 

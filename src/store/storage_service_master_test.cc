@@ -145,9 +145,11 @@ TEST_F(StorageServiceMasterTest, AfterATtlDropTheStoreRejoinsWithItsObjects) {
   // object on it. A beat that lands between the clock jump and the expiry pass refreshes the
   // segment, so jump until the store has had to rejoin.
   const auto deadline = steady_clock::now() + kPatience;
+  // Each jump waits for the rejoin a while before the next: every jump also ages the pending
+  // put toward its timeout (30 s of this clock), which must not pass before the rejoin.
   while (store->rejoins() == 0 && steady_clock::now() < deadline) {
     clock_.AdvanceMs(1500);
-    std::this_thread::sleep_for(100ms);
+    for (int i = 0; i < 50 && store->rejoins() == 0; ++i) std::this_thread::sleep_for(20ms);
   }
   ASSERT_GE(store->rejoins(), 1u);
   auto agreed = [&] {
