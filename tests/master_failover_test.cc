@@ -89,6 +89,14 @@ class MasterFailoverTest : public ::testing::Test {
     return nullptr;
   }
 
+  // A client pinned to one master's address, as a client that never asks etcd would be.
+  static Result<std::unique_ptr<client::Client>> PinnedTo(const std::string& address, milliseconds rpc_timeout) {
+    client::ClientOptions o;
+    o.pool = client::PoolParts::Single(address);
+    o.rpc_timeout = rpc_timeout;
+    return client::Client::Connect(o);
+  }
+
   // Puts `n` random values (groups of 4 keys) and returns them by key.
   std::map<std::string, std::string> PutSome(const std::string& prefix, int n) {
     std::map<std::string, std::string> values;
@@ -172,11 +180,7 @@ TEST_F(MasterFailoverTest, SigtermHandsLeadershipOverBeforeTheLeaderExits) {
 TEST_F(MasterFailoverTest, APausedLeaderThatWakesUpDeposedServesNothing) {
   const auto values = PutSome("s", 20);
   const size_t first = *WaitForLeader("");
-  // A client pinned to the first leader's address, as a client that never asks etcd would be.
-  client::ClientOptions pinned_options;
-  pinned_options.pool = client::PoolParts::Single(addresses_[first]);
-  pinned_options.rpc_timeout = milliseconds(2000);
-  auto pinned = client::Client::Connect(pinned_options);
+  auto pinned = PinnedTo(addresses_[first], milliseconds(2000));
   ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
 
   ::kill(masters_[first]->pid(), SIGSTOP);
@@ -201,10 +205,7 @@ TEST_F(MasterFailoverTest, APausedLeaderThatWakesUpDeposedServesNothing) {
 TEST_F(MasterFailoverTest, WithoutEtcdTheLeaderStopsServingAndWithEtcdBackThePoolIsServedAgain) {
   const auto values = PutSome("e", 20);
   const size_t first = *WaitForLeader("");
-  client::ClientOptions pinned_options;
-  pinned_options.pool = client::PoolParts::Single(addresses_[first]);
-  pinned_options.rpc_timeout = milliseconds(1000);
-  auto pinned = client::Client::Connect(pinned_options);
+  auto pinned = PinnedTo(addresses_[first], milliseconds(1000));
   ASSERT_TRUE(pinned.ok()) << pinned.status().ToString();
   const std::string key = values.begin()->first;
   ASSERT_TRUE((*pinned)->Get(key).ok());
