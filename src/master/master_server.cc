@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
-#include <chrono>
-
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <random>
 
 #include "master/active_pool.h"

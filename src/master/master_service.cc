@@ -321,7 +321,6 @@ grpc::Status MasterService::Describe(grpc::ServerContext*, const proto::Describe
   CallTimer timer(metrics_, RpcMethod::kDescribe, 0);
   reply->set_master_id(identity_.master_id);
   reply->set_part(identity_.part);
-  reply->set_leading(pool_->Get() != nullptr && !refuse_new_work_.load());
   return grpc::Status::OK;
 }
 

@@ -114,6 +114,7 @@ Result<MountGrant> MountClient::Mount(const proto::SegmentEndpoint& endpoint) {
 
 Result<MountGrant> MountClient::Mount(proto::MountSegmentRequest request,
                                       std::chrono::milliseconds timeout) {
+  request.set_part(part_);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -129,12 +130,12 @@ Result<MountGrant> MountClient::Mount(proto::MountSegmentRequest request,
   }
 }
 
-Result<MountGrant> MountClient::MountOnce(proto::MountSegmentRequest request, std::chrono::milliseconds timeout) {
+Result<MountGrant> MountClient::MountOnce(const proto::MountSegmentRequest& request,
+                                          std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   context.set_wait_for_ready(true);
   if (!Enter(&context)) return Unavailable("storage service is stopping");
-  request.set_part(part_);
   proto::MountSegmentReply reply;
   std::string address;
   std::shared_ptr<proto::Master::Stub> stub = Stub(&address);

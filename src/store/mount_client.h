@@ -72,7 +72,8 @@ class MountClient {
   void Interrupt();
 
  private:
-  Result<MountGrant> MountOnce(proto::MountSegmentRequest request, std::chrono::milliseconds timeout);
+  // One MountSegment call. By reference: a rejoin's request carries the segment's whole index.
+  Result<MountGrant> MountOnce(const proto::MountSegmentRequest& request, std::chrono::milliseconds timeout);
   // Registers `context` as interruptible; false if Interrupt() already ran.
   bool Enter(grpc::ClientContext* context);
   void Leave(grpc::ClientContext* context);
