@@ -79,31 +79,51 @@ def restart_section(data):
 
 
 def failover_section(data):
-    kills = data["kills"]
-    elected = [k["elected_after_s"] for k in kills]
-    rejoined = [k["rejoined_after_s"] for k in kills]
-    kept = [k["objects_after"] / k["objects_before"] for k in kills if k["objects_before"]]
-    r = data["replay_result"]
-    out = ["## The leader killed again and again (*measured*)", "",
+    arms = {a["arm"]: a for a in data["arms"]}
+    calm, kills, etcd = arms["undisturbed"], arms["leader-kills"], arms["etcd-kills"]
+    elected = [k["elected_after_s"] for k in kills["events"]]
+    rejoined = [k["rejoined_after_s"] for k in kills["events"]]
+    kept = [k["objects_after"] / k["objects_before"] for k in kills["events"] if k["objects_before"]]
+    back = [k["leads_after_back_s"] for k in etcd["events"]]
+    etcd_kept = [k["objects_after"] / k["objects_before"] for k in etcd["events"] if k["objects_before"]]
+    same_leader = sum(k["leader_before"] == k["leader_after"] for k in etcd["events"])
+    led_while_down = sum(k["leader_while_down"] != "none" for k in etcd["events"])
+    out = ["## The leader killed again and again, and etcd too (*measured*)", "",
            f"A real etcd, {data['masters']} `kvpool master --etcd` processes for one part (leader lease "
            f"{data['leader_ttl_s']} s, takeover grace {data['takeover_grace_ms']} ms) and {data['stores']} "
-           f"`kvpool store --etcd` processes (1 GiB each), under `{data['replay']}`. Every "
-           f"{data['interval_s']} s the leader is killed with `kill -9` and started again at once as a standby. "
-           f"Command `{data['command']}`, {data['date']}, {data['machine']}.", "",
-           "| | median | max |", "|---|---:|---:|",
-           f"| another master leads, after the kill (s) | {statistics.median(elected):.2f} | {max(elected):.2f} |",
-           f"| both stores rejoined it, after the kill (s) | {statistics.median(rejoined):.2f} | {max(rejoined):.2f} |",
-           f"| objects after / objects just before | {statistics.median(kept):.3f} | min {min(kept):.3f} |",
-           "",
-           f"{len(kills)} kills. The replay (*emulated* time, real KV bytes through the real pool): "
-           f"{r['requests']} requests, {r['failed_requests']} failed, {r['verification_errors']} verification "
-           f"errors, {r['save_failures']} failed saves, pool share of prompt tokens "
-           f"{100 * r['token_sources']['pool_share']:.1f}%, reuse {100 * r['token_sources']['reuse']:.1f}%. "
-           "Objects can differ across a kill because the replay keeps putting and evicting meanwhile.", ""]
-    if r["token_sources"]["pool_share"] == 0:
-        out += ["Here too the GPU prefix cache holds every reused prefix, so the pool serves no prompt tokens: "
-                "the rows to read are the failover times and the objects kept. The same run where the pool "
-                "carries the reuse is still to come (issue 15).", ""]
+           f"`kvpool store --etcd` processes (1 GiB each), under `{data['replay']}`: GPU prefix caches of "
+           "200,000 tokens, so the pool carries most of the reuse. Three arms, each on a fresh deployment, "
+           "same replay, same seed: undisturbed; the leader killed with `kill -9` every "
+           f"{data['interval_s']} s (and started again at once as a standby); etcd itself killed with "
+           f"`kill -9` every {data['interval_s']} s, kept down {data['etcd_down_s']} s (longer than the lease) "
+           f"and started again on its data. Command `{data['command']}`, {data['date']}, {data['machine']}. "
+           "Token shares are the replay's (*emulated* time, real KV bytes through the real pool).", "",
+           "| | undisturbed | leader killed | etcd killed |", "|---|---:|---:|---:|"]
+    def row(label, f):
+        out.append(f"| {label} | {f(calm)} | {f(kills)} | {f(etcd)} |")
+    row("kills", lambda a: f"{len(a['events'])}")
+    row("pool share of prompt tokens", lambda a: f"{100 * a['token_sources']['pool_share']:.1f}%")
+    row("reuse (of the ceiling)", lambda a: f"{100 * a['token_sources']['reuse']:.1f}% "
+                                            f"({100 * a['token_sources']['reuse_of_ceiling']:.1f}%)")
+    row("requests / failed", lambda a: f"{a['requests']} / {a['failed_requests']}")
+    row("verification errors", lambda a: f"{a['verification_errors']}")
+    row("failed saves", lambda a: f"{a['save_failures']}")
+    row("longest stall behind the replay's pace (wall s)", lambda a: f"{a['max_lag_s']:.2f}")
+    out += ["", "| leader killed | median | max |", "|---|---:|---:|",
+            f"| another master leads, after the kill (s) | {statistics.median(elected):.2f} | {max(elected):.2f} |",
+            f"| both stores rejoined it, after the kill (s) | {statistics.median(rejoined):.2f} | {max(rejoined):.2f} |",
+            f"| objects after / objects just before | {statistics.median(kept):.3f} | min {min(kept):.3f} |",
+            "", "| etcd killed | median | max |", "|---|---:|---:|",
+            f"| a master leads again, after etcd is back (s) | {statistics.median(back):.2f} | {max(back):.2f} |",
+            f"| objects after / objects just before | {statistics.median(etcd_kept):.3f} | min {min(etcd_kept):.3f} |",
+            "",
+            f"While etcd was down past the lease, {led_while_down} of {len(etcd['events'])} probes found a master "
+            "still leading (each master's `/metrics` is read once the lease has run out). "
+            f"The master that led before etcd went away led again after it in {same_leader} of "
+            f"{len(etcd['events'])} kills. The token shares match across arms because a pool call that meets a "
+            "failover waits for the new leader within its deadline instead of missing: the emulated clock does "
+            "not see the wait, the stall row does (real time the replay fell behind its pace). Objects can "
+            "differ across a kill because the replay keeps putting and evicting meanwhile.", ""]
     return out
 
 

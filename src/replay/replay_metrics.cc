@@ -106,6 +106,7 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["window_start_s"] = s.window_start_s;
   j["window_s"] = s.window_s;
   j["wall_s"] = s.wall_s;
+  j["max_lag_s"] = s.max_lag_s;
   j["requests"] = s.requests;
   j["uncounted_requests"] = s.uncounted_requests;
   j["failed_requests"] = s.failed_requests;

@@ -44,6 +44,9 @@ struct ReplaySummary {
   double speedup = 0;
   double window_start_s = 0, window_s = 0;  // emulated
   double wall_s = 0;                        // real time the run took
+  // With --speedup: the longest the real work held the emulated clock behind its pace (wall
+  // seconds), e.g. a pool call waiting for a new master. Emulated figures do not see it.
+  double max_lag_s = 0;
   int64_t requests = 0;         // counted, finished in the window
   int64_t uncounted_requests = 0;  // primer and warm-up
   int64_t failed_requests = 0;

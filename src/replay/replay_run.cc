@@ -111,6 +111,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.arrival_rate = options.open_loop ? 0 : options.replay.arrival_rate;
   s.prefill = options.geometry.prefill_tensor_parallel ? "tp4" : "pp4";
   s.speedup = options.speedup;
+  s.max_lag_s = sim.max_lag_s();
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
   s.handoff = handoff->name();
   s.traces_skipped = driver->traces_skipped();
