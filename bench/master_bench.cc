@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "master/master_server.h"
 #include "master/pool_metadata.h"
+#include "proto/lookup_reply.h"
 #include "proto/master.grpc.pb.h"
 
 namespace {
@@ -237,10 +238,9 @@ PhaseResult RunPhase(const BenchOptions& o, std::string name, std::string unit, 
   return r;
 }
 
-template <typename Reply>
-void ReportFirst(const char* call, const Reply& r) {
+void ReportFirst(const char* call, const std::string& message) {
   static std::once_flag once;
-  std::call_once(once, [&] { std::fprintf(stderr, "%s: %s\n", call, r.message().c_str()); });
+  std::call_once(once, [&] { std::fprintf(stderr, "%s: %s\n", call, message.c_str()); });
 }
 
 // exists and get: each thread cycles through a few prebuilt requests of random resident keys.
@@ -282,9 +282,15 @@ std::vector<PhaseResult> RunLookupPhases(const BenchOptions& o, uint64_t residen
         kvpool::proto::BatchGetReplicasReply reply;
         const auto& request = get_requests[t][round % kRequestsPerThread];
         if (!stub.BatchGetReplicas(&context, request, &reply).ok()) return 0;
-        for (const auto& r : reply.results()) {
-          if (r.code() != kvpool::proto::OK || r.replicas_size() == 0) {
-            ReportFirst("BatchGetReplicas", r);
+        // Read as the client reads it: the reply's arrays checked, then one entry per key.
+        auto entries = kvpool::ReadLookupReply(reply, static_cast<size_t>(request.keys_size()));
+        if (!entries.ok()) {
+          ReportFirst("BatchGetReplicas", entries.status().message());
+          return 0;
+        }
+        for (const kvpool::LookupEntry& e : *entries) {
+          if (e.code != kvpool::proto::OK) {
+            ReportFirst("BatchGetReplicas", std::string(e.message));
             return 0;
           }
         }
@@ -316,14 +322,14 @@ PhaseResult RunPutPhase(const BenchOptions& o, std::vector<std::unique_ptr<Maste
     if (!stub.BatchPutStart(&c1, start, &started).ok()) return 0;
     for (const auto& r : started.results()) {
       if (r.code() != kvpool::proto::OK) {
-        ReportFirst("BatchPutStart", r);
+        ReportFirst("BatchPutStart", r.message());
         return 0;
       }
     }
     if (!stub.BatchPutEnd(&c2, end, &ended).ok()) return 0;
     for (const auto& r : ended.results()) {
       if (r.code() != kvpool::proto::OK) {
-        ReportFirst("BatchPutEnd", r);
+        ReportFirst("BatchPutEnd", r.message());
         return 0;
       }
     }

@@ -12,6 +12,7 @@
 
 #include "client/master_directory.h"
 #include "client/part_calls.h"
+#include "proto/lookup_reply.h"
 #include "proto/status_conversion.h"
 #include "proto/master.grpc.pb.h"
 
@@ -158,10 +159,11 @@ struct Client::Impl {
         calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchGetReplicas(ctx, c.request, cq); });
     std::optional<SteadyTime> lease_end;
     for (const Call& c : calls) {
-      if (!c.status.ok() || c.reply.results_size() != static_cast<int>(c.keys.size())) {
-        Status err = c.status.ok() ? Internal("master answered BatchGetReplicas with a wrong number of results")
-                                   : RpcError(c.status, "BatchGetReplicas", c.part);
-        for (size_t i : c.keys) out.lengths_[i] = err;
+      Result<std::vector<LookupEntry>> entries =
+          c.status.ok() ? ReadLookupReply(c.reply, c.keys.size())
+                        : Result<std::vector<LookupEntry>>(RpcError(c.status, "BatchGetReplicas", c.part));
+      if (!entries.ok()) {
+        for (size_t i : c.keys) out.lengths_[i] = entries.status();
         continue;
       }
       OpenSegments(c.part, c.reply.segments());
@@ -171,18 +173,17 @@ struct Client::Impl {
       lease_end = lease_end ? std::min(*lease_end, part_lease_end) : part_lease_end;
       for (size_t j = 0; j < c.keys.size(); ++j) {
         const size_t i = c.keys[j];
-        const proto::GetResult& g = c.reply.results(static_cast<int>(j));
-        if (g.code() != proto::OK) {
-          out.lengths_[i] = FromProtoCode(g.code(), g.message(), keys[i]);
+        const LookupEntry& e = (*entries)[j];
+        if (e.code != proto::OK) {
+          out.lengths_[i] = FromProtoCode(e.code, std::string(e.message), keys[i]);
           continue;
         }
-        if (g.replicas_size() == 0) {
-          out.lengths_[i] = Internal("master returned no replica for '" + keys[i] + "'");
-          continue;
-        }
-        out.lengths_[i] = g.length();
+        out.lengths_[i] = e.length;
         auto& replicas = out.replicas_[i];
-        for (const auto& r : g.replicas()) replicas.push_back({EngineSegmentId(c.part, r.segment_id()), r.offset()});
+        replicas.reserve(e.replicas());
+        for (size_t r = 0; r < e.replicas(); ++r) {
+          replicas.push_back({EngineSegmentId(c.part, e.segment_id(r)), e.offset(r)});
+        }
         // Same-host replicas first: they are read by memcpy, not over a socket.
         std::stable_partition(replicas.begin(), replicas.end(), [&](const LookupResult::Replica& r) {
           return engine.TransportFor(r.segment_id) == "shm";

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "master/pool_metadata.h"
+#include "proto/lookup_reply.h"
 #include "proto/master.grpc.pb.h"
 
 namespace kvpool::master {
@@ -125,10 +126,13 @@ TEST_F(MasterServerTest, PutGetExistsRemoveRoundTrip) {
     proto::BatchGetReplicasReply reply;
     ASSERT_TRUE(stub_->BatchGetReplicas(&context, request, &reply).ok());
     EXPECT_EQ(reply.lease_ms(), 2000u);
-    EXPECT_EQ(reply.results(0).code(), proto::OK);
-    EXPECT_EQ(reply.results(0).length(), 1000u);
-    EXPECT_EQ(reply.results(0).replicas_size(), 2);
-    EXPECT_EQ(reply.results(1).code(), proto::NOT_FOUND);
+    auto entries = ReadLookupReply(reply, 2);
+    ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+    EXPECT_EQ((*entries)[0].code, proto::OK);
+    EXPECT_EQ((*entries)[0].length, 1000u);
+    EXPECT_EQ((*entries)[0].replicas(), 2u);
+    EXPECT_EQ((*entries)[1].code, proto::NOT_FOUND);
+    EXPECT_NE((*entries)[1].message.find("missing"), std::string_view::npos);
     EXPECT_EQ(reply.segments_size(), 2);
   }
   {

@@ -7,6 +7,9 @@
 #include <chrono>
 #include <vector>
 
+#include "proto/lookup_reply.h"
+#include "proto/status_conversion.h"
+
 namespace kvpool::master {
 
 namespace {
@@ -261,12 +264,14 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
   std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
   if (!pool) return refused;
   BatchGetResult got = pool->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
-  reply->mutable_results()->Reserve(static_cast<int>(got.results.size()));
+  LookupReplyWriter out(reply, got.results.size());
   for (const GetResult& result : got.results) {
-    proto::GetResult* out = reply->add_results();
-    SetStatus(result.status, out);
-    out->set_length(result.length);
-    ToProto(result.replicas, out->mutable_replicas());
+    if (!result.status.ok()) {
+      out.Miss(ToProtoCode(result.status.code()), result.status.message());
+      continue;
+    }
+    out.Hit(result.length, static_cast<uint32_t>(result.replicas.size()));
+    for (const ReplicaView& r : result.replicas) out.Replica(r.segment_id, r.offset);
   }
   for (const SegmentInfo& info : got.segments) ToProto(info, reply->add_segments());
   reply->set_lease_ms(got.lease_ms);

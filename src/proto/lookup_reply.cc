@@ -1,0 +1,74 @@
+#include "proto/lookup_reply.h"
+
+#include <fmt/format.h>
+
+namespace kvpool {
+
+LookupReplyWriter::LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t keys) : reply_(reply) {
+  const int n = static_cast<int>(keys);
+  reply_->mutable_codes()->Reserve(n);
+  reply_->mutable_lengths()->Reserve(n);
+  reply_->mutable_replica_counts()->Reserve(n);
+  reply_->mutable_replicas()->Reserve(2 * n);
+}
+
+void LookupReplyWriter::Miss(proto::Code code, std::string message) {
+  reply_->add_codes(code);
+  reply_->add_messages(std::move(message));
+}
+
+void LookupReplyWriter::Hit(uint64_t length, uint32_t replicas) {
+  reply_->add_codes(proto::OK);
+  reply_->add_lengths(length);
+  reply_->add_replica_counts(replicas);
+}
+
+void LookupReplyWriter::Replica(uint64_t segment_id, uint64_t offset) {
+  reply_->add_replicas(segment_id);
+  reply_->add_replicas(offset);
+}
+
+Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasReply& reply, size_t keys) {
+  const auto malformed = [&](std::string_view what) {
+    return Internal(fmt::format("master answered BatchGetReplicas for {} keys with a malformed reply: {}",
+                                keys, what));
+  };
+  if (static_cast<size_t>(reply.codes_size()) != keys) {
+    return malformed(fmt::format("{} codes", reply.codes_size()));
+  }
+  size_t hits = 0;
+  for (int code : reply.codes()) hits += code == proto::OK ? 1 : 0;
+  if (static_cast<size_t>(reply.messages_size()) != keys - hits) {
+    return malformed(fmt::format("{} messages for {} misses", reply.messages_size(), keys - hits));
+  }
+  if (static_cast<size_t>(reply.lengths_size()) != hits || static_cast<size_t>(reply.replica_counts_size()) != hits) {
+    return malformed(fmt::format("{} lengths and {} replica counts for {} hits", reply.lengths_size(),
+                                 reply.replica_counts_size(), hits));
+  }
+  uint64_t words = 0;
+  for (uint32_t count : reply.replica_counts()) {
+    if (count == 0) return malformed("a hit without a replica");
+    words += 2 * uint64_t{count};
+  }
+  if (words != static_cast<uint64_t>(reply.replicas_size())) {
+    return malformed(fmt::format("{} replica words where the counts say {}", reply.replicas_size(), words));
+  }
+  std::vector<LookupEntry> out(keys);
+  const std::span<const uint64_t> all(reply.replicas().data(), static_cast<size_t>(reply.replicas_size()));
+  size_t miss = 0, hit = 0, word = 0;
+  for (size_t i = 0; i < keys; ++i) {
+    LookupEntry& e = out[i];
+    e.code = static_cast<proto::Code>(reply.codes(static_cast<int>(i)));
+    if (e.code != proto::OK) {
+      e.message = reply.messages(static_cast<int>(miss++));
+      continue;
+    }
+    const size_t n = 2 * size_t{reply.replica_counts(static_cast<int>(hit))};
+    e.length = reply.lengths(static_cast<int>(hit++));
+    e.replica_words = all.subspan(word, n);
+    word += n;
+  }
+  return out;
+}
+
+}  // namespace kvpool

@@ -1,0 +1,47 @@
+// The flat form of a BatchGetReplicas answer (master.proto): the master writes it one key at a
+// time with LookupReplyWriter; a client reads it back with ReadLookupReply, which checks that
+// the arrays agree with each other and with the keys asked for before anything indexes them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/master.pb.h"
+
+namespace kvpool {
+
+class LookupReplyWriter {
+ public:
+  LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t keys);
+
+  // The next key is not served.
+  void Miss(proto::Code code, std::string message);
+  // The next key is served from `replicas` (>= 1) copies, each added with Replica().
+  void Hit(uint64_t length, uint32_t replicas);
+  void Replica(uint64_t segment_id, uint64_t offset);
+
+ private:
+  proto::BatchGetReplicasReply* reply_;
+};
+
+// One key's answer; views into the reply it was read from.
+struct LookupEntry {
+  proto::Code code = proto::OK;
+  std::string_view message;             // code != OK
+  uint64_t length = 0;                  // code == OK
+  std::span<const uint64_t> replica_words;  // code == OK: (segment_id, offset) pairs
+
+  size_t replicas() const { return replica_words.size() / 2; }
+  uint64_t segment_id(size_t r) const { return replica_words[2 * r]; }
+  uint64_t offset(size_t r) const { return replica_words[2 * r + 1]; }
+};
+
+// One entry per key, in request order; an Internal error when the reply does not describe
+// exactly `keys` keys.
+Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasReply& reply, size_t keys);
+
+}  // namespace kvpool

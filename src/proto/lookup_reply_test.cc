@@ -1,0 +1,63 @@
+#include "proto/lookup_reply.h"
+
+#include <gtest/gtest.h>
+
+namespace kvpool {
+namespace {
+
+proto::BatchGetReplicasReply ThreeKeys() {
+  proto::BatchGetReplicasReply reply;
+  LookupReplyWriter out(&reply, 3);
+  out.Hit(100, 2);
+  out.Replica(7, 0);
+  out.Replica(8, 4096);
+  out.Miss(proto::NOT_FOUND, "key 'b' is not in the pool");
+  out.Hit(50, 1);
+  out.Replica(7, 8192);
+  return reply;
+}
+
+TEST(LookupReply, ReadsBackWhatWasWritten) {
+  const proto::BatchGetReplicasReply reply = ThreeKeys();
+  auto entries = ReadLookupReply(reply, 3);
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  const auto& e = *entries;
+  EXPECT_EQ(e[0].code, proto::OK);
+  EXPECT_EQ(e[0].length, 100u);
+  ASSERT_EQ(e[0].replicas(), 2u);
+  EXPECT_EQ(e[0].segment_id(1), 8u);
+  EXPECT_EQ(e[0].offset(1), 4096u);
+  EXPECT_EQ(e[1].code, proto::NOT_FOUND);
+  EXPECT_EQ(e[1].message, "key 'b' is not in the pool");
+  EXPECT_EQ(e[2].length, 50u);
+  ASSERT_EQ(e[2].replicas(), 1u);
+  EXPECT_EQ(e[2].segment_id(0), 7u);
+  EXPECT_EQ(e[2].offset(0), 8192u);
+}
+
+// Every way the arrays can disagree is an error naming what is wrong, never an index past an
+// array's end (a master of another version, or bytes garbled on the way).
+TEST(LookupReply, RejectsArraysThatDisagree) {
+  EXPECT_FALSE(ReadLookupReply(ThreeKeys(), 2).ok());
+  EXPECT_FALSE(ReadLookupReply(ThreeKeys(), 4).ok());
+  auto no_message = ThreeKeys();
+  no_message.clear_messages();
+  EXPECT_FALSE(ReadLookupReply(no_message, 3).ok());
+  auto short_lengths = ThreeKeys();
+  short_lengths.mutable_lengths()->RemoveLast();
+  EXPECT_FALSE(ReadLookupReply(short_lengths, 3).ok());
+  auto extra_word = ThreeKeys();
+  extra_word.add_replicas(1);
+  EXPECT_FALSE(ReadLookupReply(extra_word, 3).ok());
+  auto zero_replicas = ThreeKeys();
+  zero_replicas.set_replica_counts(1, 0);
+  zero_replicas.mutable_replicas()->RemoveLast();
+  zero_replicas.mutable_replicas()->RemoveLast();
+  const auto status = ReadLookupReply(zero_replicas, 3).status();
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_NE(status.message().find("without a replica"), std::string::npos) << status.ToString();
+  EXPECT_TRUE(ReadLookupReply(proto::BatchGetReplicasReply(), 0).ok());
+}
+
+}  // namespace
+}  // namespace kvpool
