@@ -155,6 +155,10 @@ TEST_F(MasterFailoverTest, AKilledLeaderIsReplacedAndEveryObjectIsServedWithItsB
   EXPECT_EQ(after->objects, before->objects);
   EXPECT_EQ(after->used_bytes, before->used_bytes) << "capacity accounting is exact across the failover";
   EXPECT_EQ(after->capacity_bytes, before->capacity_bytes);
+  // Stat names the leader's term (`kvpool stat` shows it): a new leader serves a later one.
+  ASSERT_EQ(before->parts.size(), 1u);
+  EXPECT_GT(before->parts[0].term, 0);
+  EXPECT_GT(after->parts[0].term, before->parts[0].term);
   // The new leader places new objects around the old ones, never on them.
   const auto more = PutSome("b", 40);
   ExpectServed(values);

@@ -167,6 +167,7 @@ void AddObjectCommands(CLI::App& app) {
         nlohmann::json pj = part.status.ok() ? counters(part) : nlohmann::json{{"error", part.status.ToString()}};
         pj["part"] = part.part;
         pj["master"] = part.master_address;
+        if (part.term > 0) pj["term"] = part.term;
         j["parts"].push_back(std::move(pj));
       }
       j["segments"] = nlohmann::json::array();
@@ -185,8 +186,10 @@ void AddObjectCommands(CLI::App& app) {
     };
     fmt::print("pool: {}{}\n", s->parts.size() > 1 ? fmt::format("{} parts, ", s->parts.size()) : "", line(*s));
     for (const auto& part : s->parts) {
-      if (s->parts.size() > 1 || !part.status.ok()) {
-        fmt::print("part {}  master {}  {}\n", part.part, part.master_address,
+      // An elected leader is shown with its term: a term that moves on is a failover.
+      const std::string term = part.term > 0 ? fmt::format(" (term {})", part.term) : "";
+      if (s->parts.size() > 1 || !part.status.ok() || part.term > 0) {
+        fmt::print("part {}  master {}{}  {}\n", part.part, part.master_address, term,
                    part.status.ok() ? line(part) : "UNREACHABLE: " + part.status.ToString());
       }
       for (const auto& seg : s->segments) {

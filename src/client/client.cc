@@ -555,6 +555,7 @@ Result<PoolStats> Client::Stat() {
     part.evicted_bytes = r.evicted_bytes();
     part.hits = r.hits();
     part.misses = r.misses();
+    part.term = r.term();
     s.Add(part);
     for (const auto& seg : r.segments()) {
       s.segments.push_back({c.part, seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),

@@ -85,6 +85,7 @@ struct PoolCounters {
 struct PartStats : PoolCounters {
   uint32_t part = 0;
   std::string master_address;
+  int64_t term = 0;  // the leader's term in etcd; 0 for a master without --etcd
   Status status;
 };
 

@@ -4,6 +4,7 @@
 // hand out a stale answer it kept from an earlier term).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -25,15 +26,22 @@ class ActivePool {
     std::lock_guard lock(mu_);
     return pool_;
   }
-  void Set(std::shared_ptr<PoolMetadata> pool) {
+  // `term`: the election term the pool serves (0 for a lone master), shown by Stat.
+  void Set(std::shared_ptr<PoolMetadata> pool, int64_t term = 0) {
     std::lock_guard lock(mu_);
     pool_ = std::move(pool);
+    term_ = term;
+  }
+  int64_t term() const {
+    std::lock_guard lock(mu_);
+    return term_;
   }
 
  private:
   const std::function<bool()> leading_;
   mutable std::mutex mu_;
   std::shared_ptr<PoolMetadata> pool_;  // guarded by mu_
+  int64_t term_ = 0;                    // guarded by mu_
 };
 
 }  // namespace kvpool::master

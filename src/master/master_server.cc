@@ -135,10 +135,10 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
     MasterServer* s = server.get();
     auto started = Leadership::Start(
         leadership, {.elected =
-                         [s](int64_t) {
+                         [s](int64_t term) {
                            s->service_->AnswerStoresOnlyUntil(std::chrono::steady_clock::now() +
                                                               std::chrono::milliseconds(s->options_.takeover_grace_ms));
-                           s->active_->Set(s->NewPool());
+                           s->active_->Set(s->NewPool(), term);
                          },
                      .deposed = [s](int64_t) { s->active_->Set(nullptr); }});
     if (!started.ok()) {

@@ -312,6 +312,7 @@ grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*
   reply->set_evicted_bytes(stats.evicted_bytes);
   reply->set_hits(stats.hits);
   reply->set_misses(stats.misses);
+  reply->set_term(pool_->term());
   for (const SegmentStats& s : stats.segments) {
     proto::SegmentStat* out = reply->add_segments();
     ToProto(s.info, out->mutable_segment());
