@@ -44,6 +44,16 @@ def index_cost_section(data):
     return out
 
 
+def replay_rows(row):
+    """The replay's outcome, one row per figure; row(label, f) renders f(arm) for every arm."""
+    row("pool share of prompt tokens", lambda a: f"{100 * a['token_sources']['pool_share']:.1f}%")
+    row("reuse (of the ceiling)", lambda a: f"{100 * a['token_sources']['reuse']:.1f}% "
+                                            f"({100 * a['token_sources']['reuse_of_ceiling']:.1f}%)")
+    row("requests / failed", lambda a: f"{a['requests']} / {a['failed_requests']}")
+    row("verification errors", lambda a: f"{a['verification_errors']}")
+    row("failed saves", lambda a: f"{a['save_failures']}")
+
+
 def restart_section(data):
     arms = {a["arm"]: a for a in data["arms"]}
     calm, hit = arms["undisturbed"], arms["killed"]
@@ -59,12 +69,7 @@ def restart_section(data):
            "| | undisturbed | master killed and restarted |", "|---|---:|---:|"]
     def row(label, f):
         out.append(f"| {label} | {f(calm)} | {f(hit)} |")
-    row("pool share of prompt tokens", lambda a: f"{100 * a['token_sources']['pool_share']:.1f}%")
-    row("reuse (of the ceiling)", lambda a: f"{100 * a['token_sources']['reuse']:.1f}% "
-                                            f"({100 * a['token_sources']['reuse_of_ceiling']:.1f}%)")
-    row("requests / failed", lambda a: f"{a['requests']} / {a['failed_requests']}")
-    row("verification errors", lambda a: f"{a['verification_errors']}")
-    row("failed saves", lambda a: f"{a['save_failures']}")
+    replay_rows(row)
     out += ["",
             f"Objects in the pool just before the kill: {hit['objects_before_kill']}; served by the restarted "
             f"master once both stores rejoined: {hit['objects_after_rejoin']} ({100 * kept:.1f}%). The stores "
@@ -102,12 +107,7 @@ def failover_section(data):
     def row(label, f):
         out.append(f"| {label} | {f(calm)} | {f(kills)} | {f(etcd)} |")
     row("kills", lambda a: f"{len(a['events'])}")
-    row("pool share of prompt tokens", lambda a: f"{100 * a['token_sources']['pool_share']:.1f}%")
-    row("reuse (of the ceiling)", lambda a: f"{100 * a['token_sources']['reuse']:.1f}% "
-                                            f"({100 * a['token_sources']['reuse_of_ceiling']:.1f}%)")
-    row("requests / failed", lambda a: f"{a['requests']} / {a['failed_requests']}")
-    row("verification errors", lambda a: f"{a['verification_errors']}")
-    row("failed saves", lambda a: f"{a['save_failures']}")
+    replay_rows(row)
     row("longest stall behind the replay's pace (wall s)", lambda a: f"{a['max_lag_s']:.2f}")
     out += ["", "| leader killed | median | max |", "|---|---:|---:|",
             f"| another master leads, after the kill (s) | {statistics.median(elected):.2f} | {max(elected):.2f} |",
