@@ -144,7 +144,8 @@ TEST_P(RestoreEngineTest, FailedReadOnOneStageFallsBackFromThereAndIsCounted) {
   ASSERT_EQ(hit->hit_chunks, 6u);
   // Stage 1's read of chunk 3 fails (as if its store died mid-read).
   const size_t bad = hit->lookup_index(3, 1);
-  store_.after_read = [bad](std::span<const size_t> indices, std::vector<Result<uint64_t>>& out) {
+  store_.after_read = [bad](std::span<const size_t> indices, std::span<const client::ValueBuffer>,
+                            std::vector<Result<uint64_t>>& out) {
     for (size_t i = 0; i < indices.size(); ++i) {
       if (indices[i] == bad) out[i] = Unavailable("injected: store gone");
     }

@@ -51,14 +51,15 @@ class InProcessPool {
 };
 
 // Forwards to a real store; `before_read` / `before_put` run first and may block, and
-// `after_read` may replace a read's results. While a read hook is set, Map maps nothing, so
+// `after_read` may replace a read's results or change the bytes it read (a corrupt store). While a read hook is set, Map maps nothing, so
 // every read passes through the hooks.
 class InterposedChunkStore final : public ChunkStore {
  public:
   explicit InterposedChunkStore(ChunkStore* inner) : inner_(inner) {}
   std::function<void(const client::LookupResult&)> before_read;
   std::function<void()> before_put;
-  std::function<void(std::span<const size_t>, std::vector<Result<uint64_t>>&)> after_read;
+  std::function<void(std::span<const size_t>, std::span<const client::ValueBuffer>, std::vector<Result<uint64_t>>&)>
+      after_read;
 
   std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) override {
     return inner_->Lookup(keys);
@@ -67,7 +68,7 @@ class InterposedChunkStore final : public ChunkStore {
                                      std::span<const client::ValueBuffer> buffers) override {
     if (before_read) before_read(lookup);
     auto out = inner_->Read(lookup, indices, buffers);
-    if (after_read) after_read(indices, out);
+    if (after_read) after_read(indices, buffers, out);
     return out;
   }
   Result<std::vector<bool>> Exists(std::span<const std::string> keys) override { return inner_->Exists(keys); }

@@ -50,6 +50,36 @@ class DeploymentTest : public ::testing::Test {
   std::unique_ptr<connector::PoolChunkStore> store_;
 };
 
+// The verification is what stands between a corrupt pool and wrong KV in the cache: a store
+// that hands back bytes with one bit flipped in every chunk must show up as verification
+// errors, not as a clean restore.
+TEST_F(DeploymentTest, CorruptBytesFromThePoolAreCaughtByTheVerification) {
+  pool_ = std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes());
+  store_ = std::make_unique<connector::PoolChunkStore>(&pool_->client());
+  connector::testing::InterposedChunkStore corrupting(store_.get());
+  uint64_t flipped = 0;
+  DeploymentOptions o;
+  o.geometry = SmallGeometry();
+  o.pools = {&corrupting};
+  o.run_salt = "test";
+  auto d = Deployment::Create(o, &sim_);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(Serve(**d, 1, Prompt(3000, 1)).verification_errors, 0u);
+  Serve(**d, 2, Prompt(3000, 100'000));  // evicts session 1's blocks from the GPU cache
+  corrupting.after_read = [&](std::span<const size_t>, std::span<const client::ValueBuffer> buffers,
+                              std::vector<Result<uint64_t>>& out) {
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (!out[i].ok() || buffers[i].size() == 0) continue;
+      buffers[i].data()[buffers[i].size() / 2] ^= std::byte{0x10};
+      ++flipped;
+    }
+  };
+  const RequestRecord back = Serve(**d, 1, Prompt(3200, 1));
+  ASSERT_GT(flipped, 0u) << "the restore read nothing from the pool";
+  EXPECT_GT(back.pool_tokens, 0u);
+  EXPECT_GT(back.verification_errors, 0u) << "a flipped bit in every restored chunk went unnoticed";
+}
+
 TEST_F(DeploymentTest, ASecondTurnReusesTheGpuCache) {
   auto d = Make(false);
   const RequestRecord first = Serve(*d, 1, Prompt(3000));

@@ -7,6 +7,8 @@
 #include "trace/mooncake_loader.h"
 #include "trace/trace_loader.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 namespace kvpool::replay {
@@ -38,6 +40,37 @@ TEST(ReplayEndToEndTest, PoolServesTokensAndEveryByteVerifies) {
   EXPECT_EQ(without->pool_tokens, 0u);
   EXPECT_LT(with_pool->computed_share(), without->computed_share());
   std::printf("%s%s", FormatSummary(*with_pool).c_str(), FormatSummary(*without).c_str());
+}
+
+// Drops what depends on the wall clock (real timings, pacing lag), recursively.
+nlohmann::json EmulatedOnly(nlohmann::json j) {
+  if (!j.is_object()) return j;
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [key, value] : j.items()) {
+    if (key.find("real") != std::string::npos || key.find("wall") != std::string::npos ||
+        key.find("lag") != std::string::npos) {
+      continue;
+    }
+    out[key] = EmulatedOnly(value);
+  }
+  return out;
+}
+
+// A replay is an experiment: the same corpus and seed must give the same figures, every one of
+// them, or no comparison between two runs (an arm against its baseline) means anything.
+TEST(ReplayEndToEndTest, TheSameSeedGivesTheSameSummary) {
+  const trace::Corpus corpus = SmallCorpus();
+  auto first = RunReplay(corpus, TinyRun(true));
+  auto second = RunReplay(corpus, TinyRun(true));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_GT(first->pool_tokens, 0u);
+  const nlohmann::json a = EmulatedOnly(SummaryToJson(*first)), b = EmulatedOnly(SummaryToJson(*second));
+  EXPECT_EQ(a.dump(1), b.dump(1)) << "diff: " << nlohmann::json::diff(a, b).dump();
+  ReplayRunOptions other_seed = TinyRun(true);
+  other_seed.replay.seed += 1;
+  auto third = RunReplay(corpus, other_seed);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(EmulatedOnly(SummaryToJson(*third)).dump(), a.dump()) << "the seed changes nothing";
 }
 
 // The four-server cluster, both pool arms: real pools (one shared of 4 parts; four of 4
