@@ -160,17 +160,29 @@ class FakeMaster final : public proto::Master::Service {
 };
 
 // A port nothing listens on (bound, then released).
-int ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+// A loopback port that refuses connections for as long as this lives: bound, so no other
+// process can take it meanwhile, and never listening, so a connect gets ECONNREFUSED. (A port
+// closed again at once could be anyone's by the time the test connects.)
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() { close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
 
 class StorageServiceTest : public ::testing::Test {
  protected:
@@ -341,7 +353,8 @@ TEST_F(StorageServiceTest, KeepsBeatingThroughAMasterOutage) {
 
 TEST_F(StorageServiceTest, UnreachableMasterIsAClearErrorWithinTheTimeout) {
   StorageOptions o = Options();
-  o.master_address = "127.0.0.1:" + std::to_string(ClosedPort());
+  const RefusingPort refusing;
+  o.master_address = "127.0.0.1:" + std::to_string(refusing.port());
   o.rpc_timeout = 500ms;
   const auto start = steady_clock::now();
   auto store = StorageService::Start(o);
