@@ -14,7 +14,8 @@
 #             here against this machine's Python (PyTorch) and the bundled core.
 #   full    — a full CMake build here with -DKVPOOL_CUDA=ON.
 #   kernels — tests/gpu/standalone (CUDA + fmt + spdlog + GTest only): kernels and their
-#             benches; the pool-backed checks are reported as SKIPPED.
+#             benches; the pool-backed checks it cannot build fail the run as "not built"
+#             (ask for fewer with CHECKS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/gpu-check}
@@ -63,11 +64,14 @@ else
 fi
 row "programs ($mode)" "ok"
 program() { find "$BIN" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
+# A check that was asked for (CHECKS) but whose program is missing fails the run: a green
+# table must mean every requested check ran.
+not_built() { row "$1" "FAIL (not built in $mode mode)"; status=1; }
 
 # gtest binary: name, what the row says.
 gtest() {
   local bin; bin=$(program "$1")
-  if [ -z "$bin" ]; then row "$2" "SKIPPED (not built)"; return; fi
+  if [ -z "$bin" ]; then not_built "$2"; return; fi
   echo "== $1"
   if timeout 180 "$bin" --gtest_output=json:"$OUT/$1.json" > "$OUT/$1.log" 2>&1; then
     if grep -q "\[  SKIPPED \]" "$OUT/$1.log"; then row "$2" "SKIPPED (no GPU?)"; status=1
@@ -79,7 +83,7 @@ gtest() {
 # benchmark binary: name, what the row says, extra arguments.
 bench() {
   local bin; bin=$(program "$1")
-  if [ -z "$bin" ]; then row "$2" "SKIPPED (not built)"; return; fi
+  if [ -z "$bin" ]; then not_built "$2"; return; fi
   echo "== $1"
   if timeout 300 "$bin" --json "$OUT/$1.json" "${@:3}" > "$OUT/$1.log" 2>&1; then
     row "$2" "PASS"
@@ -103,7 +107,7 @@ fi
 if want replay; then
   kvpool=$(program kvpool)
   if [ -z "$kvpool" ]; then
-    row "replay --gpu sweep" "SKIPPED (kvpool not built)"
+    not_built "replay --gpu sweep"
   else
     echo "== kvpool replay --gpu"
     if timeout 540 "$kvpool" --log-level warn replay --gpu --synth 393 --sessions "${REPLAY_SESSIONS:-56,96}"          --duration "${REPLAY_DURATION:-600}" --mode both --json "$OUT/replay-gpu.json" > "$OUT/replay-gpu.txt" 2>&1; then
@@ -139,7 +143,7 @@ elif [ -n "$PYMOD" ]; then
     row "transformer: restored logits == full prefill" "FAIL"; status=1; tail -30 "$OUT/test_transformer_restore.log"
   fi
 else
-  row "transformer restore test" "SKIPPED (no Python module: no bundle, no full build)"
+  not_built "transformer restore test (no Python module)"
 fi
 
 echo

@@ -64,8 +64,9 @@ def render():
     out += ["", "Target (issue 15): at least 1M keys/s in 1,000-key batches with the big pool resident; "
             "in this run " + ", ".join(verdicts) + ". The client threads parse every reply on the same "
             "two cores, so the rate is the whole loop's, not the master's alone. BatchGetReplicas answers "
-            "in flat arrays (`proto/lookup_reply.h`), not a message per key and per replica: on the same "
-            "machine, the same day, the message-per-key form measured 0.67M keys/s at 10M resident."]
+            "in flat arrays (`proto/lookup_reply.h`), not a message per key and per replica; the previous run "
+            "of this script, with a message per key, measured 0.67M keys/s at 10M resident (another box of "
+            "this kind: boxes vary up to 2×, so that is a direction, not a ratio)."]
     evict = scale.get("evict", [])
     if evict:
         out += ["", "### Eviction pass cost against pool size", "",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kvpool and runs every test: a release build, then an ASan+UBSan build of everything
-# and a TSan build of the concurrent components. Usage: scripts/test.sh [--quick] (release only).
+# Builds kvpool and runs every test: a release build (with the CUDA code where nvcc is
+# installed), then an ASan+UBSan build of everything and a TSan build of the concurrent
+# components. Usage: scripts/test.sh [--quick] (release only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -16,7 +17,12 @@ run_suite() {  # run_suite DIR [ctest args...]
   (cd "$dir" && ctest --output-on-failure -j "$JOBS" "$@")
 }
 
-configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Where nvcc is installed (CI has one, but no GPU) the release build compiles the CUDA code
+# too; its GPU tests skip without a device.
+CUDA_ARGS=()
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+[ -x "$NVCC" ] && CUDA_ARGS=(-DKVPOOL_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC")
+configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${CUDA_ARGS[@]}"
 run_suite build
 [ "${1:-}" = "--quick" ] && exit 0
 

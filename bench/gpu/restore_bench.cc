@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       {.memory_bytes = history_bytes + history_bytes / 8 + (64 << 20), .lease_ms = 30000, .use_huge_pages = true});
   CHECK_OK(pool.status());
   client::ClientOptions co;
-  co.master_address = (*pool)->address();
+  co.pool = client::PoolParts::Single((*pool)->address());
   co.transfer.shm_copy_threads = 4;
   auto client = client::Client::Connect(co);
   CHECK_OK(client.status());

@@ -270,6 +270,10 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
       out.Miss(ToProtoCode(result.status.code()), result.status.message());
       continue;
     }
+    if (result.replicas.empty()) {  // never so; the reply form has no hit without a copy
+      out.Miss(proto::INTERNAL, "the master found the object but no copy of it");
+      continue;
+    }
     out.Hit(result.length, static_cast<uint32_t>(result.replicas.size()));
     for (const ReplicaView& r : result.replicas) out.Replica(r.segment_id, r.offset);
   }
