@@ -12,4 +12,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev zlib1g-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   python3 python3-numpy python3-pytest python3-pybind11 pybind11-dev python3-matplotlib \
-  redis-server memcached iproute2 iperf3 procps curl time etcd-server etcd-client >/dev/null
+  redis-server memcached iproute2 iperf3 procps curl time etcd-server etcd-client \
+  clang-16 libclang-rt-16-dev >/dev/null

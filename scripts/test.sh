@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kvpool and runs every test: a release build (with the CUDA code where nvcc is
-# installed), then an ASan+UBSan build of everything and a TSan build of the concurrent
-# components. Usage: scripts/test.sh [--quick] (release only).
+# installed), then an ASan+UBSan build of everything, a TSan build of the concurrent
+# components, and a short libFuzzer run of every fuzz target. Usage: scripts/test.sh [--quick]
+# (release only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -34,4 +35,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
 TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit \
   -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|DeploymentTest|FourServerTest|ReplayEndToEndTest)'
+# Every decoder of outside bytes under libFuzzer (ASan + UBSan), 15 s each: a regression net.
+echo "== fuzzing (scripts/fuzz.sh 15)"
+./scripts/fuzz.sh 15
 echo "== all suites passed"

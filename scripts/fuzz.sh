@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ (clang-16, ASan + UBSan) and runs each for SECONDS
+# (default 60) from its seed corpus in fuzz/corpus/<target>/. New inputs go to a scratch
+# corpus, never into the repo; a crash, a leak, a hang (an input slower than 10 s) or an
+# out-of-memory stops the target, keeps the input under $OUT, and fails the script.
+# Prints one line per target: inputs run, coverage, corpus size.
+#
+# usage: scripts/fuzz.sh [SECONDS] [TARGET...]      (OUT=dir keeps logs and any crash input)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-60}
+shift || true
+CLANG=${CLANG:-clang-16}
+command -v "$CLANG" >/dev/null || { echo "fuzz.sh: $CLANG not found (apt-get install clang-16 libclang-rt-16-dev)" >&2; exit 2; }
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=($(ls fuzz/corpus))
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
+  -DCMAKE_C_COMPILER="$CLANG" -DCMAKE_CXX_COMPILER="${CLANG/clang/clang++}" -DKVPOOL_FUZZ=ON \
+  -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_TESTS=OFF -DKVPOOL_BENCH=OFF >"$OUT/configure.log" 2>&1 \
+  || { tail -20 "$OUT/configure.log"; exit 1; }
+ninja -C build-fuzz "${TARGETS[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+
+failed=0
+for t in "${TARGETS[@]}"; do
+  scratch=$(mktemp -d)
+  cp fuzz/corpus/"$t"/* "$scratch"/
+  # UBSan findings abort like ASan's, so they count as crashes.
+  if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+     build-fuzz/fuzz/"$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+       -print_final_stats=1 -artifact_prefix="$OUT/$t-" "$scratch" >"$OUT/$t.log" 2>&1; then
+    verdict=ok
+  else
+    verdict="FAILED (see $OUT/$t.log; input kept as $OUT/$t-*)"
+    tail -40 "$OUT/$t.log" >&2
+    failed=1
+  fi
+  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$OUT/$t.log" | grep -oE '[0-9]+$' || echo 0)
+  cov=$(grep -oE 'cov: [0-9]+' "$OUT/$t.log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+  printf '%-22s %12s inputs  cov %6s  corpus %5s  %s\n' "$t" "$runs" "$cov" "$(ls "$scratch" | wc -l)" "$verdict"
+  rm -rf "$scratch"
+done
+exit $failed
