@@ -3,9 +3,10 @@
 # (default 60) from its seed corpus in fuzz/corpus/<target>/. New inputs go to a scratch
 # corpus, never into the repo; a crash, a leak, a hang (an input slower than 10 s) or an
 # out-of-memory stops the target, keeps the input under $OUT, and fails the script.
-# Prints one line per target: inputs run, coverage, corpus size.
+# Prints one line per target (inputs run, coverage, corpus size) and writes the same as JSON
+# lines to $OUT/summary.jsonl. RUNS=N stops a target after N inputs (SECONDS still bounds it).
 #
-# usage: scripts/fuzz.sh [SECONDS] [TARGET...]      (OUT=dir keeps logs and any crash input)
+# usage: [RUNS=N] [OUT=dir] scripts/fuzz.sh [SECONDS] [TARGET...]   (OUT keeps logs and any crash input)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -24,13 +25,15 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXE
 ninja -C build-fuzz "${TARGETS[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 
 failed=0
+: >"$OUT/summary.jsonl"
 for t in "${TARGETS[@]}"; do
   scratch=$(mktemp -d)
   cp fuzz/corpus/"$t"/* "$scratch"/
   # UBSan findings abort like ASan's, so they count as crashes.
+  start=$(date +%s.%N)
   if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
      build-fuzz/fuzz/"$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-       -print_final_stats=1 -artifact_prefix="$OUT/$t-" "$scratch" >"$OUT/$t.log" 2>&1; then
+       ${RUNS:+-runs=$RUNS} -print_final_stats=1 -artifact_prefix="$OUT/$t-" "$scratch" >"$OUT/$t.log" 2>&1; then
     verdict=ok
   else
     verdict="FAILED (see $OUT/$t.log; input kept as $OUT/$t-*)"
@@ -39,6 +42,7 @@ for t in "${TARGETS[@]}"; do
   fi
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$OUT/$t.log" | grep -oE '[0-9]+$' || echo 0)
   cov=$(grep -oE 'cov: [0-9]+' "$OUT/$t.log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+  echo "{\"target\": \"$t\", \"inputs\": $runs, \"seconds\": $(/usr/bin/python3 -c "print(round($(date +%s.%N) - $start, 1))"), \"cov\": $cov, \"corpus\": $(ls "$scratch" | wc -l), \"ok\": $([ "$verdict" = ok ] && echo true || echo false)}" >>"$OUT/summary.jsonl"
   printf '%-22s %12s inputs  cov %6s  corpus %5s  %s\n' "$t" "$runs" "$cov" "$(ls "$scratch" | wc -l)" "$verdict"
   rm -rf "$scratch"
 done
