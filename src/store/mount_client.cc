@@ -135,16 +135,13 @@ Result<MountGrant> MountClient::MountOnce(const proto::MountSegmentRequest& requ
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   context.set_wait_for_ready(true);
-  if (!Enter(&context)) return Unavailable("storage service is stopping");
   proto::MountSegmentReply reply;
   std::string address;
-  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
-  if (!stub) {
-    Leave(&context);
-    return Unavailable(fmt::format("no master to call: {}", address));
-  }
-  grpc::Status rpc = stub->MountSegment(&context, request, &reply);
-  Leave(&context);
+  Result<grpc::Status> called = CallMaster(&context, &address, [&](proto::Master::Stub& stub) {
+    return stub.MountSegment(&context, request, &reply);
+  });
+  if (!called.ok()) return called.status();
+  const grpc::Status& rpc = *called;
   if (rpc.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       rpc.error_code() == grpc::StatusCode::UNAVAILABLE) {
     return Unavailable(fmt::format("master at {} unreachable within {} ms (MountSegment){}",
@@ -172,21 +169,17 @@ Result<proto::PullIndexReply> MountClient::PullIndex(uint64_t segment_id, uint64
   grpc::ClientContext context;
   // The master answers within half the deadline (its long-poll wait shrinks to fit).
   context.set_deadline(std::chrono::system_clock::now() + std::max(rpc_timeout_, std::chrono::milliseconds(1000)));
-  if (!Enter(&context)) return Unavailable("storage service is stopping");
   proto::PullIndexRequest request;
   request.set_segment_id(segment_id);
   request.set_journal_id(journal_id);
   request.set_acked_seq(acked_seq);
   proto::PullIndexReply reply;
   std::string address;
-  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
-  if (!stub) {
-    Leave(&context);
-    return Unavailable(fmt::format("no master to call: {}", address));
-  }
-  grpc::Status rpc = stub->PullIndex(&context, request, &reply);
-  Leave(&context);
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "PullIndex", address);
+  Result<grpc::Status> rpc = CallMaster(&context, &address, [&](proto::Master::Stub& stub) {
+    return stub.PullIndex(&context, request, &reply);
+  });
+  if (!rpc.ok()) return rpc.status();
+  if (!rpc->ok()) return FromGrpcStatus(*rpc, "PullIndex", address);
   if (reply.code() != proto::OK) return ReplyStatus(reply.code(), reply.message(), "PullIndex");
   return reply;
 }
@@ -195,20 +188,16 @@ Result<std::vector<uint64_t>> MountClient::Heartbeat(const std::string& store_id
                                                      const std::vector<uint64_t>& segment_ids) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
-  if (!Enter(&context)) return Unavailable("storage service is stopping");
   proto::HeartbeatRequest request;
   request.set_store_id(store_id);
   for (uint64_t id : segment_ids) request.add_segment_ids(id);
   proto::HeartbeatReply reply;
   std::string address;
-  std::shared_ptr<proto::Master::Stub> stub = Stub(&address);
-  if (!stub) {
-    Leave(&context);
-    return Unavailable(fmt::format("no master to call: {}", address));
-  }
-  grpc::Status rpc = stub->Heartbeat(&context, request, &reply);
-  Leave(&context);
-  if (!rpc.ok()) return FromGrpcStatus(rpc, "Heartbeat", address);
+  Result<grpc::Status> rpc = CallMaster(&context, &address, [&](proto::Master::Stub& stub) {
+    return stub.Heartbeat(&context, request, &reply);
+  });
+  if (!rpc.ok()) return rpc.status();
+  if (!rpc->ok()) return FromGrpcStatus(*rpc, "Heartbeat", address);
   // A non-OK code with unknown ids is the master saying "remount these": not an error here.
   if (reply.code() != proto::OK && reply.unknown_segment_ids_size() == 0) {
     return ReplyStatus(reply.code(), reply.message(), "Heartbeat");

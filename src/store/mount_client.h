@@ -80,6 +80,21 @@ class MountClient {
 
   // The stub and address calls use now; null/"" while no leader is known.
   std::shared_ptr<proto::Master::Stub> Stub(std::string* address);
+  // Makes one interruptible call, `rpc(stub)`, to the master as now resolved (its address in
+  // `address`). UNAVAILABLE, without calling, when the service is stopping or no master is
+  // known; otherwise the call's gRPC status.
+  template <typename Rpc>
+  Result<grpc::Status> CallMaster(grpc::ClientContext* context, std::string* address, Rpc rpc) {
+    if (!Enter(context)) return Unavailable("storage service is stopping");
+    std::shared_ptr<proto::Master::Stub> stub = Stub(address);
+    if (!stub) {
+      Leave(context);
+      return Unavailable("no master to call: " + *address);
+    }
+    grpc::Status status = rpc(*stub);
+    Leave(context);
+    return status;
+  }
   void Point(const std::string& address);  // REQUIRES: mu_ held
 
   const uint32_t part_;
