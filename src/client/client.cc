@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "client/master_directory.h"
+#include "common/checksum.h"
 #include "client/part_calls.h"
 #include "proto/lookup_reply.h"
 #include "proto/status_conversion.h"
@@ -57,10 +59,15 @@ struct Client::Impl {
   std::unique_ptr<MasterDirectory> masters;  // each part's master
   transfer::TransferEngine engine;
 
+  std::atomic<uint64_t> checksum_mismatches{0};
+
   std::mutex segments_mu;
   std::unordered_map<uint64_t, transfer::SegmentEndpoint> segments;  // by engine id: what the engine was told
 
-  explicit Impl(const ClientOptions& o) : options(o), engine(o.transfer) {}
+  HelperPool checksum_pool;
+
+  explicit Impl(const ClientOptions& o)
+      : options(o), engine(o.transfer), checksum_pool(std::max(0, o.checksum_threads - 1)) {}
 
   std::string Address(uint32_t part) const { return masters->Address(part); }
 
@@ -150,6 +157,7 @@ struct Client::Impl {
   LookupResult Lookup(std::span<const std::string> keys) {
     LookupResult out;
     out.lengths_.assign(keys.size(), Result<uint64_t>(Internal("not looked up")));
+    out.checksums_.assign(keys.size(), 0);
     out.replicas_.resize(keys.size());
     out.lease_deadline_ = Now();
     using Call = PartCall<proto::BatchGetReplicasRequest, proto::BatchGetReplicasReply>;
@@ -179,6 +187,7 @@ struct Client::Impl {
           continue;
         }
         out.lengths_[i] = e.length;
+        out.checksums_[i] = e.checksum;
         auto& replicas = out.replicas_[i];
         replicas.reserve(e.replicas());
         for (size_t r = 0; r < e.replicas(); ++r) {
@@ -195,16 +204,19 @@ struct Client::Impl {
   }
 
   // Reads lookup entries `indices` into the buffers `buffer_for(j, length)` returns for the
-  // j-th index (an error status rejects that entry). A replica that fails (store gone, stale)
-  // is retried on the entry's next replica while the lease lasts.
+  // j-th index (an error status rejects that entry). A replica that fails (store gone, stale,
+  // bytes that do not match the checksum) is retried on the entry's next replica while the
+  // lease lasts.
   std::vector<Result<uint64_t>> Read(
-      const LookupResult& lookup, std::span<const size_t> indices,
+      const LookupResult& lookup, std::span<const size_t> indices, ChecksumCheck check,
       const std::function<Result<ValueBuffer>(size_t j, uint64_t length)>& buffer_for) {
+    const bool verify = check == ChecksumCheck::kBeforeAnswer;
     std::vector<Result<uint64_t>> results(indices.size(), Result<uint64_t>(Internal("not attempted")));
     const SteadyTime lease_end = lookup.lease_deadline();
     const SteadyTime deadline = std::min(lease_end, Now() + options.transfer_timeout);
     struct Pending {
       size_t j;  // position in `indices`
+      size_t i;  // lookup entry
       ValueBuffer buffer;
       const std::vector<LookupResult::Replica>* replicas;
     };
@@ -224,7 +236,7 @@ struct Client::Impl {
         results[j] = buffer.status();
         continue;
       }
-      pending.push_back({j, *buffer, &lookup.replicas_[i]});
+      pending.push_back({j, i, *buffer, &lookup.replicas_[i]});
     }
 
     for (size_t attempt = 0; !pending.empty(); ++attempt) {
@@ -240,12 +252,32 @@ struct Client::Impl {
       }
       std::vector<Status> per_request;
       (void)engine.Transfer(requests, deadline, &per_request);
+      per_request.resize(requests.size(), Internal("transfer engine lost a result"));
       const bool lease_over = Now() > lease_end;
+      // Every value read in time is hashed, on the checksum pool's threads at once.
+      std::vector<uint64_t> checksums(requests.size(), 0);
+      if (verify && !lease_over) {
+        std::vector<std::span<const std::byte>> values;
+        std::vector<size_t> read;
+        for (size_t q = 0; q < requests.size(); ++q) {
+          if (!per_request[q].ok()) continue;
+          values.push_back(pending[q].buffer);
+          read.push_back(q);
+        }
+        std::vector<uint64_t> sums(values.size());
+        ChecksumAll(checksum_pool, values, sums);
+        for (size_t k = 0; k < read.size(); ++k) checksums[read[k]] = sums[k];
+      }
       std::vector<Pending> retry;
       for (size_t q = 0; q < requests.size(); ++q) {
         const Pending& p = pending[q];
-        Status s = q < per_request.size() ? per_request[q] : Internal("transfer engine lost a result");
+        Status s = per_request[q];
         if (s.ok() && lease_over) s = Timeout("read finished after its lease ended");
+        if (s.ok() && verify && checksums[q] != lookup.checksums_[p.i]) {
+          checksum_mismatches.fetch_add(1, std::memory_order_relaxed);
+          s = Corrupt(fmt::format("the bytes read from segment {} at offset {} do not match the value's checksum",
+                                  requests[q].segment_id & ((uint64_t{1} << kPartShift) - 1), requests[q].offset));
+        }
         if (s.ok()) {
           results[p.j] = static_cast<uint64_t>(p.buffer.size());
           continue;
@@ -328,6 +360,7 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
       auto* item = c.request.add_items();
       item->set_key(keys[i]);
       item->set_length(values[i].size());
+      item->set_checksum(Checksum(values[i]));
       if (!groups.empty()) item->set_group(groups[i]);
     }
     auto* opts = c.request.mutable_options();
@@ -416,7 +449,8 @@ Result<std::string> Client::Get(std::string_view key) {
   const LookupResult lookup = impl_->Lookup(std::span<const std::string>(&k, 1));
   std::string value;
   const size_t first = 0;
-  auto results = impl_->Read(lookup, std::span<const size_t>(&first, 1), [&](size_t, uint64_t length) -> Result<ValueBuffer> {
+  auto results = impl_->Read(lookup, std::span<const size_t>(&first, 1), ChecksumCheck::kBeforeAnswer,
+                             [&](size_t, uint64_t length) -> Result<ValueBuffer> {
     value.resize(length);
     return ValueBuffer(reinterpret_cast<std::byte*>(value.data()), length);
   });
@@ -443,11 +477,11 @@ std::vector<Result<uint64_t>> Client::BatchGetInto(std::span<const std::string> 
 LookupResult Client::BatchLookup(std::span<const std::string> keys) { return impl_->Lookup(keys); }
 
 std::vector<Result<uint64_t>> Client::ReadLookedUp(const LookupResult& lookup, std::span<const size_t> indices,
-                                                   std::span<const ValueBuffer> buffers) {
+                                                   std::span<const ValueBuffer> buffers, ChecksumCheck check) {
   if (indices.size() != buffers.size()) {
     return std::vector<Result<uint64_t>>(indices.size(), InvalidArgument("ReadLookedUp needs one buffer per index"));
   }
-  return impl_->Read(lookup, indices, [&](size_t j, uint64_t length) -> Result<ValueBuffer> {
+  return impl_->Read(lookup, indices, check, [&](size_t j, uint64_t length) -> Result<ValueBuffer> {
     if (buffers[j].size() < length) {
       return InvalidArgument("buffer of " + std::to_string(buffers[j].size()) + " bytes is too small for a value of " +
                              std::to_string(length) + " bytes");
@@ -568,6 +602,10 @@ Result<PoolStats> Client::Stat() {
 }
 
 const PoolParts& Client::pool() const { return impl_->options.pool; }
+
+uint64_t Client::checksum_mismatches() const {
+  return impl_->checksum_mismatches.load(std::memory_order_relaxed);
+}
 
 Status Client::RegisterBuffer(void* addr, size_t length) { return impl_->engine.RegisterMemory(addr, length); }
 Status Client::UnregisterBuffer(void* addr) { return impl_->engine.UnregisterMemory(addr); }

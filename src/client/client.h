@@ -8,6 +8,10 @@
 // master cannot be reached becomes an error for the keys they hold, never a hang. Thread-safe:
 // one Client may be shared by many threads.
 //
+// Checksums: every value put carries its writer's checksum (common/checksum.h, computed here
+// before the put starts), and every read checks the bytes it read against it before
+// answering: a mismatch is tried on the object's next copy, else CORRUPT — never wrong bytes.
+//
 // Zero copy: Put/BatchPut write straight from the caller's memory and GetInto/BatchGetInto
 // read straight into it. Buffers used repeatedly should be registered (RegisterBuffer) so
 // transports that need registration (RDMA, CUDA) can use them; shm and tcp accept any memory.
@@ -37,6 +41,9 @@ struct ClientOptions {
   // that did not answer is asked again on every call (for tools that show a degraded pool).
   bool allow_unreachable_parts = false;
   std::chrono::milliseconds lease{0};                 // read lease to ask for; 0 => the master's default
+  // Threads that hash one read's values, counting the reading thread: a core hashes values
+  // from memory at ~8-15 GB/s, so a fast read needs several.
+  int checksum_threads = 4;
   transfer::TransferOptions transfer;
 };
 
@@ -51,6 +58,14 @@ using ValueView = std::span<const std::byte>;
 // A writable buffer to read a value into.
 using ValueBuffer = std::span<std::byte>;
 
+// Who checks the values a read brought in against their checksums.
+enum class ChecksumCheck {
+  kBeforeAnswer,  // the read: a value that does not match is tried on its next copy, else CORRUPT
+  // The caller, before it uses the bytes (LookupResult::checksum): the restore does, while the
+  // GPU copies them out of the buffers.
+  kByCaller,
+};
+
 // The result of BatchLookup: where each found key's bytes are, under a read lease that holds
 // until `lease_deadline`. Reads through ReadLookedUp must finish before then or they fail.
 class LookupResult {
@@ -58,6 +73,9 @@ class LookupResult {
   size_t size() const { return lengths_.size(); }
   // The value's length, or why the key cannot be read (NOT_FOUND, NOT_READY, ...).
   const Result<uint64_t>& length(size_t index) const { return lengths_[index]; }
+  // The writer's checksum of a found key's value (common/checksum.h). ReadLookedUp checks it;
+  // a reader of mapped bytes (MapLookedUp) must check it itself.
+  uint64_t checksum(size_t index) const { return checksums_[index]; }
   std::chrono::steady_clock::time_point lease_deadline() const { return lease_deadline_; }
 
  private:
@@ -66,6 +84,7 @@ class LookupResult {
     uint64_t segment_id, offset;
   };
   std::vector<Result<uint64_t>> lengths_;
+  std::vector<uint64_t> checksums_;
   std::vector<std::vector<Replica>> replicas_;  // preferred (same-host) first
   std::chrono::steady_clock::time_point lease_deadline_;
 };
@@ -119,7 +138,8 @@ class Client {
   std::vector<Status> BatchPut(std::span<const std::string> keys, std::span<const ValueView> values,
                                const PutOptions& options = {}, std::span<const std::string> groups = {});
 
-  // Returns a copy of the value.
+  // Returns a copy of the value. Every read, here and below, gives CORRUPT when no copy of
+  // the value matches its checksum.
   Result<std::string> Get(std::string_view key);
   // Reads the value into `buffer`; returns its length. A buffer smaller than the value gives
   // INVALID_ARGUMENT and leaves the object in the pool.
@@ -134,14 +154,16 @@ class Client {
   // Reads lookup entries `indices` into `buffers` (one per index). A buffer smaller than its
   // value gives INVALID_ARGUMENT; a read finishing after the lease deadline gives TIMEOUT.
   std::vector<Result<uint64_t>> ReadLookedUp(const LookupResult& lookup, std::span<const size_t> indices,
-                                             std::span<const ValueBuffer> buffers);
+                                             std::span<const ValueBuffer> buffers,
+                                             ChecksumCheck check = ChecksumCheck::kBeforeAnswer);
 
   // Zero copy on the same host: lookup entry `index`'s bytes, mapped in place from a same-host
   // replica's segment (transfer::TransferEngine::MapForRead). UNAVAILABLE when no replica is
   // on this host (read it with ReadLookedUp instead), TIMEOUT once the lease has ended.
-  // REQUIRES: the caller uses the bytes only while the lease holds, and checks both
+  // REQUIRES: the caller uses the bytes only while the lease holds, checks both
   // `lookup.lease_deadline()` and `mapping->served()` after it is done with them — a consumer
-  // that finishes later must discard what it read.
+  // that finishes later must discard what it read — and discards them unless their checksum
+  // is `lookup.checksum(index)`.
   Result<transfer::MappedRange> MapLookedUp(const LookupResult& lookup, size_t index);
 
   Result<bool> Exists(std::string_view key);
@@ -150,6 +172,10 @@ class Client {
 
   Status Remove(std::string_view key);
   std::vector<Status> BatchRemove(std::span<const std::string> keys);
+
+  // Reads that found bytes not matching their checksum, since Connect (each one a miss, or a
+  // read from the next copy). Mapped reads are counted by their consumer.
+  uint64_t checksum_mismatches() const;
 
   // Every part's counters and segments. Fails only when no part answers; a part that does
   // not is listed with its error (PartStats::status) and left out of the totals.

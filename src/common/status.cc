@@ -15,6 +15,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kNotReady: return "NOT_READY";
     case StatusCode::kStale: return "STALE";
+    case StatusCode::kCorrupt: return "CORRUPT";
   }
   return "UNKNOWN";
 }

@@ -23,7 +23,12 @@ enum class StatusCode : int {
   kInternal = 8,
   kNotReady = 9,
   kStale = 10,
+  // The bytes read do not match the checksum their writer recorded (common/checksum.h):
+  // never used; the caller treats the object as missing.
+  kCorrupt = 11,
 };
+// The highest code: decoders of codes from the wire refuse anything above it.
+inline constexpr StatusCode kHighestStatusCode = StatusCode::kCorrupt;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -55,6 +60,7 @@ inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status NotReady(std::string m) { return {StatusCode::kNotReady, std::move(m)}; }
 inline Status Stale(std::string m) { return {StatusCode::kStale, std::move(m)}; }
+inline Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
 
 // A value or the Status explaining why there is none. REQUIRES: an error Status is not ok().
 template <typename T>

@@ -7,8 +7,9 @@ std::shared_ptr<const client::LookupResult> PoolChunkStore::Lookup(std::span<con
 }
 
 std::vector<Result<uint64_t>> PoolChunkStore::Read(const client::LookupResult& lookup, std::span<const size_t> indices,
-                                                   std::span<const client::ValueBuffer> buffers) {
-  return client_->ReadLookedUp(lookup, indices, buffers);
+                                                   std::span<const client::ValueBuffer> buffers,
+                                                   client::ChecksumCheck check) {
+  return client_->ReadLookedUp(lookup, indices, buffers, check);
 }
 
 Result<std::vector<bool>> PoolChunkStore::Exists(std::span<const std::string> keys) {

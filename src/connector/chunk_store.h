@@ -18,9 +18,11 @@ class ChunkStore {
   virtual ~ChunkStore() = default;
   // One master round trip: finds `keys` and takes read leases on the ones found.
   virtual std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) = 0;
-  // Reads lookup entries `indices` into `buffers` (client::Client::ReadLookedUp).
+  // Reads lookup entries `indices` into `buffers` (client::Client::ReadLookedUp, which says
+  // who checks the checksums).
   virtual std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
-                                             std::span<const client::ValueBuffer> buffers) = 0;
+                                             std::span<const client::ValueBuffer> buffers,
+                                             client::ChecksumCheck check) = 0;
   virtual Result<std::vector<bool>> Exists(std::span<const std::string> keys) = 0;
   // Puts keys[i] in eviction group groups[i]. One result per key.
   virtual std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
@@ -41,7 +43,7 @@ class PoolChunkStore final : public ChunkStore {
   explicit PoolChunkStore(client::Client* client) : client_(client) {}
   std::shared_ptr<const client::LookupResult> Lookup(std::span<const std::string> keys) override;
   std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
-                                     std::span<const client::ValueBuffer> buffers) override;
+                                     std::span<const client::ValueBuffer> buffers, client::ChecksumCheck check) override;
   Result<std::vector<bool>> Exists(std::span<const std::string> keys) override;
   // One BatchPut (one master round trip) with a group per key.
   std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,

@@ -21,6 +21,7 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
   add("restore_fallback_tokens", restore_fallback_tokens);
   add("restore_timeouts", restore_timeouts);
   add("restore_rejected_queue_full", restore_rejected_queue_full);
+  add("restore_corrupt_objects", restore_corrupt_objects);
   add("saves_submitted", saves_submitted);
   add("saves_finished", saves_finished);
   add("save_rejected_queue_full", save_rejected_queue_full);

@@ -30,6 +30,9 @@ struct ConnectorMetrics {
   std::atomic<uint64_t> restore_fallback_tokens{0};    // planned tokens the engine must compute instead
   std::atomic<uint64_t> restore_timeouts{0};           // fallbacks because the bounded wait ran out
   std::atomic<uint64_t> restore_rejected_queue_full{0};
+  // Stage objects whose bytes did not match their writer's checksum (read into staging or
+  // mapped in place): each ends its window's usable prefix, so the rest is computed.
+  std::atomic<uint64_t> restore_corrupt_objects{0};
   // Save.
   std::atomic<uint64_t> saves_submitted{0};
   std::atomic<uint64_t> saves_finished{0};

@@ -4,11 +4,23 @@
 
 #include <fmt/format.h>
 
+#include "common/checksum.h"
 #include "connector/chunk_packing.h"
 
 namespace kvpool::connector {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The workers hash too: helpers make up the rest of checksum_threads.
+int ChecksumHelpers(const RestoreOptions& o) {
+  const int threads = o.checksum_threads > 0 ? o.checksum_threads
+                                             : std::min(12, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(0, threads - static_cast<int>(o.workers_per_stage));
+}
+
+}  // namespace
 
 struct RestoreEngine::Request {
   uint64_t id = 0;
@@ -47,7 +59,11 @@ struct RestoreEngine::Stage {
 };
 
 RestoreEngine::RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions options, ConnectorMetrics* metrics)
-    : store_(store), ns_(std::move(ns)), options_(options), metrics_(metrics ? metrics : &own_metrics_) {}
+    : store_(store),
+      ns_(std::move(ns)),
+      options_(options),
+      metrics_(metrics ? metrics : &own_metrics_),
+      checksum_pool_(std::make_unique<HelperPool>(ChecksumHelpers(options))) {}
 
 Result<std::unique_ptr<RestoreEngine>> RestoreEngine::Create(ChunkStore* store, KvNamespace ns,
                                                              std::vector<StageDevice> stages, RestoreOptions options,
@@ -251,8 +267,14 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     return 0;
   }
   // Chunks lie anywhere in the segments: one unpack per chunk, all queued before one wait.
+  // On a GPU every chunk is then hashed (on the checksum pool) while the GPU copies them; the
+  // CPU packer unpacks as it is called, so each chunk is hashed right after, from cache.
+  const bool unpacks_run_async = stage.device.cuda_device >= 0;
+  std::vector<std::span<const std::byte>> objects;
+  for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
+  uint64_t verified = w.chunks;  // chunks before the first that does not match its checksum
   Status s;
-  for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
+  for (uint64_t i = 0; i < w.chunks && s.ok() && verified == w.chunks; ++i) {
     ChunkTransfer t;
     t.cache = &stage.device.cache;
     t.block_table = r.block_tables[w.stage];
@@ -262,7 +284,9 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     t.keep_tokens_below = r.hit.gpu_cached_tokens;
     t.staging = const_cast<std::byte*>(mapped[i].data);  // Unpack only reads it
     s = packer.Unpack(t);
+    if (s.ok() && !unpacks_run_async && VerifiedPrefix(w, i, std::span(objects).subspan(i, 1)) == 0) verified = i;
   }
+  if (s.ok() && unpacks_run_async) verified = VerifiedPrefix(w, 0, objects);
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   // Invariant 1: bytes read after the lease ended, or from a segment its store withdrew, may
@@ -276,9 +300,12 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     status = s;
     return 0;
   }
-  metrics_->restore_bytes.fetch_add(w.chunks * stage.object_bytes, std::memory_order_relaxed);
-  metrics_->restore_mapped_bytes.fetch_add(w.chunks * stage.object_bytes, std::memory_order_relaxed);
-  return w.chunks;
+  if (verified < w.chunks) {
+    status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
+  }
+  metrics_->restore_bytes.fetch_add(verified * stage.object_bytes, std::memory_order_relaxed);
+  metrics_->restore_mapped_bytes.fetch_add(verified * stage.object_bytes, std::memory_order_relaxed);
+  return verified;
 }
 
 uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status) {
@@ -290,7 +317,8 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     indices[i] = r.hit.lookup_index(w.first_hit + i, w.stage);
     buffers[i] = client::ValueBuffer(slot + i * stage.object_bytes, stage.object_bytes);
   }
-  std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers);
+  // The checksums are checked below, while the unpack copies the window out of staging.
+  std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers, client::ChecksumCheck::kByCaller);
   // Only a gap-free prefix of the window is usable.
   uint64_t ok = 0;
   while (ok < w.chunks && ok < read.size() && read[ok].ok() && read[ok].value() == stage.object_bytes) ++ok;
@@ -314,6 +342,9 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   t.keep_tokens_below = r.hit.gpu_cached_tokens;
   t.staging = slot;
   Status s = packer.Unpack(t);
+  const uint64_t verified =
+      s.ok() ? VerifiedPrefix(w, 0, std::vector<std::span<const std::byte>>(buffers.begin(), buffers.begin() + ok))
+             : 0;
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   EndUnpack(r);
@@ -321,7 +352,25 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     status = s;
     return 0;
   }
-  return ok;
+  if (verified < ok) {
+    status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
+  }
+  return verified;
+}
+
+uint64_t RestoreEngine::VerifiedPrefix(const Window& w, uint64_t first,
+                                       std::span<const std::span<const std::byte>> objects) {
+  if (!options_.verify_checksums) return objects.size();
+  std::vector<uint64_t> sums(objects.size());
+  ChecksumAll(*checksum_pool_, objects, sums);
+  const client::LookupResult& lookup = *w.request->hit.lookup;
+  for (uint64_t i = 0; i < objects.size(); ++i) {
+    if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + first + i, w.stage))) {
+      metrics_->restore_corrupt_objects.fetch_add(1, std::memory_order_relaxed);
+      return i;
+    }
+  }
+  return objects.size();
 }
 
 std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_lock<std::mutex>& lock,

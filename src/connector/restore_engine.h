@@ -11,7 +11,11 @@
 // window is unpacked straight from the storage service's mapped segment (zero copy: the GPU
 // DMAs from the store's memory; the lease and the segment's served flag are checked after
 // the unpack, and a window that outlived either is discarded). Otherwise the window is one
-// ReadLookedUp into staging and one Unpack from it. Stage workers take windows in order, several at a time, so one
+// ReadLookedUp into staging and one Unpack from it. Either way every object's bytes are checked
+// against their writer's checksum (common/checksum.h): the mapped path hashes a window's
+// objects on the CPU (on checksum_threads at once) while the GPU copies them; the read path is
+// checked by the client. An object that does
+// not match ends the window's usable prefix, so it and what follows are computed instead. Stage workers take windows in order, several at a time, so one
 // window is read while another is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
@@ -35,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/helper_pool.h"
 #include "common/status.h"
 #include "connector/chunk_store.h"
 #include "connector/connector_metrics.h"
@@ -58,6 +63,14 @@ struct RestoreOptions {
   // GPU DMAs from it; no staging copy). Windows whose chunks cannot all be mapped are read
   // into staging as usual. false: always read into staging (benchmarks compare both).
   bool unpack_from_mapped_segments = true;
+  // false: objects unpacked from mapped segments are not checked against their checksum
+  // (benchmarks measure what the check costs; never in service). Reads into staging are
+  // checked by the client (client::ClientOptions::verify_checksums).
+  bool verify_checksums = true;
+  // Threads (shared by every stage's workers, each worker counted) that hash mapped objects
+  // while the GPU copies them: one core reads ~8-15 GB/s from memory, a GPU's restore ~50.
+  // 0: one per core, at most 12.
+  int checksum_threads = 0;
 };
 
 struct RestoreOutcome {
@@ -106,6 +119,10 @@ class RestoreEngine {
   uint64_t UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
                         Status& status);
   uint64_t ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status);
+  // How many of `objects` (w's chunks from `first` on, in order) match their checksums before
+  // the first that does not (which is counted); all of them when checking is off. Hashes on
+  // the checksum pool.
+  uint64_t VerifiedPrefix(const Window& w, uint64_t first, std::span<const std::span<const std::byte>> objects);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
   // Brackets one unpack: false (and nothing started) once the request was cancelled.
@@ -125,6 +142,7 @@ class RestoreEngine {
   bool stopping_ = false;
   std::vector<std::unique_ptr<Stage>> stages_;
   MappedSegmentPins pins_;  // mappings GPU stages unpack from; outlives the workers (joined in ~RestoreEngine)
+  std::unique_ptr<HelperPool> checksum_pool_;  // hashes mapped objects with the workers
 };
 
 }  // namespace kvpool::connector

@@ -161,6 +161,25 @@ TEST_P(RestoreEngineTest, FailedReadOnOneStageFallsBackFromThereAndIsCounted) {
   EXPECT_EQ(metrics_.restore_fallback_tokens.load(), 64u * 3);
 }
 
+// Bytes that went bad inside the store: the object's checksum catches them on the mapped path
+// and on the staged one alike.
+TEST_P(RestoreEngineTest, AnObjectCorruptInTheStoreEndsTheRestoreBeforeIt) {
+  const auto tokens = Tokens(64 * 6);
+  const auto tables = Tables(tokens.size(), 10);
+  Save(tokens, tables);
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(hit.ok());
+  ASSERT_EQ(hit->hit_chunks, 6u);
+  pool_.CorruptStoredValue(StageObjectKey(ns_, hit->chunk_keys[3], 1));
+  auto engine = Engine();
+  ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
+  const RestoreOutcome out = engine->Wait(1);
+  EXPECT_EQ(out.status.code(), StatusCode::kCorrupt) << out.status.ToString();
+  EXPECT_EQ(out.end_token, 64u * 3);  // chunk 3 on is computed
+  ExpectSameKv(tables, tables, 0, 64 * 3);
+  EXPECT_EQ(metrics_.restore_corrupt_objects.load(), 1u);
+}
+
 TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {
   const auto slow_tokens = Tokens(64 * 2, 1), fast_tokens = Tokens(64 * 2, 50000);
   const auto tables = Tables(128, 10), fast_tables = Tables(128, 30);

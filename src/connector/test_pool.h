@@ -16,6 +16,8 @@
 #include "client/client.h"
 #include "connector/chunk_store.h"
 #include "embedded/embedded_pool.h"
+#include "store/storage_service.h"
+#include "store/test_corruption.h"
 
 namespace kvpool::connector::testing {
 
@@ -42,6 +44,14 @@ class InProcessPool {
   ~InProcessPool() { client_.reset(); }
   client::Client& client() { return *client_; }
   embedded::EmbeddedPool& part(uint32_t k) { return *parts_[k]; }
+  // Flips a bit of `key`'s value where part k's store holds it: only its checksum can tell.
+  void CorruptStoredValue(const std::string& key, uint32_t k = 0) {
+    auto value = client_->Get(key);
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    ASSERT_TRUE(store::testing::FlipBitOfStoredValue(parts_[k]->store(), std::as_bytes(std::span(*value))));
+  }
+  // Flips a bit in every 4 KiB of part k's store: every value it holds goes bad.
+  void CorruptStore(uint32_t k = 0) { store::testing::FlipBitsAcrossTheSegment(parts_[k]->store()); }
   // Stops part k's master and store: its keys become unreachable.
   void StopPart(uint32_t k) { parts_[k].reset(); }
 
@@ -65,9 +75,9 @@ class InterposedChunkStore final : public ChunkStore {
     return inner_->Lookup(keys);
   }
   std::vector<Result<uint64_t>> Read(const client::LookupResult& lookup, std::span<const size_t> indices,
-                                     std::span<const client::ValueBuffer> buffers) override {
+                                     std::span<const client::ValueBuffer> buffers, client::ChecksumCheck check) override {
     if (before_read) before_read(lookup);
-    auto out = inner_->Read(lookup, indices, buffers);
+    auto out = inner_->Read(lookup, indices, buffers, check);
     if (after_read) after_read(indices, buffers, out);
     return out;
   }

@@ -44,7 +44,8 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
                               &topology,
                               d->rails_.get(),
                               d->options_.pools.size() == 1 && topology.servers > 1,
-                              d->options_.devices};
+                              d->options_.devices,
+                              d->options_.verify_checksums};
   d->group_prefill_.resize(topology.groups());
   d->group_decode_.resize(topology.groups());
   for (int g = 0; g < topology.groups(); ++g) {

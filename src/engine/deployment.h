@@ -57,6 +57,9 @@ struct DeploymentOptions {
   // puts the caches on GPUs.
   KvHandoff* handoff = nullptr;
   DevicePlacement devices;  // default: every cache in host memory
+  // false: restores do not check checksums (connector::RestoreOptions::verify_checksums), so
+  // a test can show the replay's own verification catching corrupt KV.
+  bool verify_checksums = true;
 };
 
 struct DeploymentRequest {

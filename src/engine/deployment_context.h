@@ -25,6 +25,7 @@ struct DeploymentContext {
   // its own server.
   bool pool_spans_servers = false;
   DevicePlacement devices;  // where the caches live (host memory by default)
+  bool verify_checksums = true;  // DeploymentOptions::verify_checksums
 };
 
 }  // namespace kvpool::engine

@@ -50,9 +50,9 @@ class DeploymentTest : public ::testing::Test {
   std::unique_ptr<connector::PoolChunkStore> store_;
 };
 
-// The verification is what stands between a corrupt pool and wrong KV in the cache: a store
-// that hands back bytes with one bit flipped in every chunk must show up as verification
-// errors, not as a clean restore.
+// The replay's verification is not vacuous: with the checksum check off, a store that hands
+// back bytes with one bit flipped in every chunk must show up as verification errors, not as a
+// clean restore. (With it on, such bytes are never unpacked: the test below.)
 TEST_F(DeploymentTest, CorruptBytesFromThePoolAreCaughtByTheVerification) {
   pool_ = std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes());
   store_ = std::make_unique<connector::PoolChunkStore>(&pool_->client());
@@ -62,6 +62,7 @@ TEST_F(DeploymentTest, CorruptBytesFromThePoolAreCaughtByTheVerification) {
   o.geometry = SmallGeometry();
   o.pools = {&corrupting};
   o.run_salt = "test";
+  o.verify_checksums = false;
   auto d = Deployment::Create(o, &sim_);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(Serve(**d, 1, Prompt(3000, 1)).verification_errors, 0u);
@@ -78,6 +79,21 @@ TEST_F(DeploymentTest, CorruptBytesFromThePoolAreCaughtByTheVerification) {
   ASSERT_GT(flipped, 0u) << "the restore read nothing from the pool";
   EXPECT_GT(back.pool_tokens, 0u);
   EXPECT_GT(back.verification_errors, 0u) << "a flipped bit in every restored chunk went unnoticed";
+}
+
+// Bytes that went bad inside the store never reach a cache: every object's checksum fails, the
+// restore falls back, and the request computes its prefix and serves correct KV.
+TEST_F(DeploymentTest, BytesThatWentBadInTheStoreAreComputedInsteadOfRestored) {
+  auto d = Make(true);
+  EXPECT_EQ(Serve(*d, 1, Prompt(3000, 1)).verification_errors, 0u);
+  Serve(*d, 2, Prompt(3000, 100'000));  // evicts session 1's blocks from the GPU cache
+  pool_->CorruptStore();
+  const RequestRecord back = Serve(*d, 1, Prompt(3200, 1));
+  EXPECT_FALSE(back.failed) << back.failure;
+  EXPECT_EQ(back.pool_tokens, 0u);
+  EXPECT_EQ(back.computed_tokens, 3200u - back.gpu_cached_tokens);
+  EXPECT_EQ(back.verification_errors, 0u);
+  EXPECT_GT(d->counters().connector.at("kvpool_connector_restore_corrupt_objects"), 0u);
 }
 
 TEST_F(DeploymentTest, ASecondTurnReusesTheGpuCache) {

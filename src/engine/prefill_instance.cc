@@ -49,6 +49,7 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, Engi
   if (pool != nullptr) {
     connector::RestoreOptions ro;
     ro.staging_bytes_per_stage = StagingBytes(spec, ro.workers_per_stage);
+    ro.verify_checksums = ctx.verify_checksums;
     auto restore = connector::RestoreEngine::Create(pool, *ctx.ns, devices, ro, &p->metrics_);
     if (!restore.ok()) return restore.status();
     p->restore_ = std::move(restore).value();

@@ -117,7 +117,7 @@ Result<ControlMessage> ReceiveControl(int fd, ControlDeadline deadline) {
   }
   uint16_t code;
   std::memcpy(&code, header + 6, 2);
-  if (code > static_cast<uint16_t>(StatusCode::kStale)) {  // the highest code
+  if (code > static_cast<uint16_t>(kHighestStatusCode)) {
     return InvalidArgument(fmt::format("handoff control: unknown status code {}", code));
   }
   const uint32_t text_length = Get32(header + 8);

@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <xxhash.h>
 
+#include "common/checksum.h"
 #include "handoff/device_scatter.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
@@ -372,7 +372,7 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
   if (piece != nullptr) {
     const std::byte* bytes = reinterpret_cast<const std::byte*>(landing->data()) + offset;
     Status scattered;
-    if (XXH3_64bits(bytes, piece->length) != m.d) {
+    if (Checksum(bytes, piece->length) != m.d) {
       scattered = Internal(fmt::format("request {}: piece {} of pair ({}, {}) failed its checksum", r.id, m.c,
                                        part->rank, d));
     } else {

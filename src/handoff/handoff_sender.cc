@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
+#include "common/checksum.h"
 #include "handoff/device_gather.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
@@ -214,7 +214,7 @@ Status HandoffSender::Impl::SendPart(uint64_t request_id, const HandoffPlan& pla
       landed.a = grant->a;
       landed.b = d;
       landed.c = w;
-      landed.d = XXH3_64bits(*bytes, write.length);
+      landed.d = Checksum(*bytes, write.length);
       auto announced = Exchange(landed, std::nullopt, deadline);
       if (!announced.ok()) return announced.status();
     }

@@ -216,7 +216,7 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
   std::vector<PutStartItem> items;
   items.reserve(request->items_size());
   for (const proto::PutStartItem& item : request->items()) {
-    items.push_back({item.key(), item.length(), item.group()});
+    items.push_back({item.key(), item.length(), item.group(), item.checksum()});
   }
   PutOptions options;
   options.replicas = request->options().replicas();
@@ -274,7 +274,7 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
       out.Miss(proto::INTERNAL, "the master found the object but no copy of it");
       continue;
     }
-    out.Hit(result.length, static_cast<uint32_t>(result.replicas.size()));
+    out.Hit(result.length, result.checksum, static_cast<uint32_t>(result.replicas.size()));
     for (const ReplicaView& r : result.replicas) out.Replica(r.segment_id, r.offset);
   }
   for (const SegmentInfo& info : got.segments) ToProto(info, reply->add_segments());

@@ -29,6 +29,7 @@ enum class ObjectState : uint8_t {
 // GroupRegistry, the recency in the EvictionLru.
 struct ObjectMeta {
   uint64_t length = 0;
+  uint64_t checksum = 0;  // the writer's (common/checksum.h); readers check their bytes against it
   ReplicaList replicas;  // on distinct segments
   // The group's name, owned by the GroupRegistry for as long as this object is a member;
   // null => the object is its own eviction unit.

@@ -270,6 +270,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
       } else {
         ObjectMeta& meta = it->second;
         meta.length = item.length;
+        meta.checksum = item.checksum;
         meta.state = ObjectState::kPending;
         const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
         meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
@@ -325,6 +326,7 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
             entry->set_key(it->first);
             entry->set_offset(replica.offset);
             entry->set_length(meta.length);
+            entry->set_checksum(meta.checksum);
             if (meta.group) entry->set_group(*meta.group);
             entry->set_put_id(meta.put_id);
             entry->set_pin_until_unix_ms(meta.pin_until_ms > 0 ? UnixMs(meta.pin_until_ms) : 0);
@@ -550,6 +552,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
         meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
         touched.push_back(meta.lru_unit);
         result.length = meta.length;
+        result.checksum = meta.checksum;
         result.replicas = ViewsOf(meta);
         NoteSegments(meta.replicas, &referenced);
       }

@@ -77,6 +77,7 @@ struct PutStartItem {
   std::string_view key;
   uint64_t length = 0;
   std::string_view group;  // "" => PutOptions::group
+  uint64_t checksum = 0;   // the writer's checksum of the value, handed to readers
 };
 
 // One copy of an object as clients see it.
@@ -99,6 +100,7 @@ struct BatchPutStartResult {
 struct GetResult {
   Status status;
   uint64_t length = 0;
+  uint64_t checksum = 0;
   std::vector<ReplicaView> replicas;
 };
 

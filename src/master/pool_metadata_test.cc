@@ -66,6 +66,21 @@ class PoolMetadataTest : public ::testing::Test {
   std::unique_ptr<PoolMetadata> pool_;
 };
 
+// ---- checksums ----
+
+// The writer's checksum is kept with the object and handed to every reader (the store's index
+// carries it too: pool_rebuild_test).
+TEST_F(PoolMetadataTest, TheWritersChecksumGoesToEveryReader) {
+  MakePool();
+  Mount(1 << 20);
+  PutStartItem item{"k", kObject, "", 0x1234567890ABCDEF};
+  ASSERT_TRUE(pool_->BatchPutStart({&item, 1}, {}).results[0].status.ok());
+  ASSERT_TRUE(PutEnd("k").ok());
+  const GetResult got = Get("k");
+  ASSERT_TRUE(got.status.ok());
+  EXPECT_EQ(got.checksum, 0x1234567890ABCDEFu);
+}
+
 // ---- validation ----
 
 TEST_F(PoolMetadataTest, RejectsInvalidPuts) {

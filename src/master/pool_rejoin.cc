@@ -114,6 +114,7 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
     }
     ObjectMeta& fresh = it->second;
     fresh.length = e.length();
+    fresh.checksum = e.checksum();
     fresh.replicas.push_back(std::move(replica));
     fresh.state = e.complete() ? ObjectState::kComplete : ObjectState::kPending;
     fresh.put_id = e.put_id();

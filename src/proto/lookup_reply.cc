@@ -8,6 +8,7 @@ LookupReplyWriter::LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t
   const int n = static_cast<int>(keys);
   reply_->mutable_codes()->Reserve(n);
   reply_->mutable_lengths()->Reserve(n);
+  reply_->mutable_checksums()->Reserve(n);
   reply_->mutable_replica_counts()->Reserve(n);
   reply_->mutable_replicas()->Reserve(2 * n);
 }
@@ -17,9 +18,10 @@ void LookupReplyWriter::Miss(proto::Code code, std::string message) {
   reply_->add_messages(std::move(message));
 }
 
-void LookupReplyWriter::Hit(uint64_t length, uint32_t replicas) {
+void LookupReplyWriter::Hit(uint64_t length, uint64_t checksum, uint32_t replicas) {
   reply_->add_codes(proto::OK);
   reply_->add_lengths(length);
+  reply_->add_checksums(checksum);
   reply_->add_replica_counts(replicas);
 }
 
@@ -41,9 +43,10 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
   if (static_cast<size_t>(reply.messages_size()) != keys - hits) {
     return malformed(fmt::format("{} messages for {} misses", reply.messages_size(), keys - hits));
   }
-  if (static_cast<size_t>(reply.lengths_size()) != hits || static_cast<size_t>(reply.replica_counts_size()) != hits) {
-    return malformed(fmt::format("{} lengths and {} replica counts for {} hits", reply.lengths_size(),
-                                 reply.replica_counts_size(), hits));
+  if (static_cast<size_t>(reply.lengths_size()) != hits || static_cast<size_t>(reply.checksums_size()) != hits ||
+      static_cast<size_t>(reply.replica_counts_size()) != hits) {
+    return malformed(fmt::format("{} lengths, {} checksums and {} replica counts for {} hits", reply.lengths_size(),
+                                 reply.checksums_size(), reply.replica_counts_size(), hits));
   }
   uint64_t words = 0;
   for (uint32_t count : reply.replica_counts()) {
@@ -64,6 +67,7 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
       continue;
     }
     const size_t n = 2 * size_t{reply.replica_counts(static_cast<int>(hit))};
+    e.checksum = reply.checksums(static_cast<int>(hit));
     e.length = reply.lengths(static_cast<int>(hit++));
     e.replica_words = all.subspan(word, n);
     word += n;

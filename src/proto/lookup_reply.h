@@ -20,8 +20,9 @@ class LookupReplyWriter {
 
   // The next key is not served.
   void Miss(proto::Code code, std::string message);
-  // The next key is served from `replicas` (>= 1) copies, each added with Replica().
-  void Hit(uint64_t length, uint32_t replicas);
+  // The next key is served from `replicas` (>= 1) copies, each added with Replica();
+  // `checksum` is its writer's (common/checksum.h).
+  void Hit(uint64_t length, uint64_t checksum, uint32_t replicas);
   void Replica(uint64_t segment_id, uint64_t offset);
 
  private:
@@ -33,6 +34,7 @@ struct LookupEntry {
   proto::Code code = proto::OK;
   std::string_view message;             // code != OK
   uint64_t length = 0;                  // code == OK
+  uint64_t checksum = 0;                // code == OK: the writer's checksum of the value
   std::span<const uint64_t> replica_words;  // code == OK: (segment_id, offset) pairs
 
   size_t replicas() const { return replica_words.size() / 2; }

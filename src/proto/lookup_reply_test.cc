@@ -8,11 +8,11 @@ namespace {
 proto::BatchGetReplicasReply ThreeKeys() {
   proto::BatchGetReplicasReply reply;
   LookupReplyWriter out(&reply, 3);
-  out.Hit(100, 2);
+  out.Hit(100, 0xABCDEF0123456789, 2);
   out.Replica(7, 0);
   out.Replica(8, 4096);
   out.Miss(proto::NOT_FOUND, "key 'b' is not in the pool");
-  out.Hit(50, 1);
+  out.Hit(50, 42, 1);
   out.Replica(7, 8192);
   return reply;
 }
@@ -24,12 +24,14 @@ TEST(LookupReply, ReadsBackWhatWasWritten) {
   const auto& e = *entries;
   EXPECT_EQ(e[0].code, proto::OK);
   EXPECT_EQ(e[0].length, 100u);
+  EXPECT_EQ(e[0].checksum, 0xABCDEF0123456789u);
   ASSERT_EQ(e[0].replicas(), 2u);
   EXPECT_EQ(e[0].segment_id(1), 8u);
   EXPECT_EQ(e[0].offset(1), 4096u);
   EXPECT_EQ(e[1].code, proto::NOT_FOUND);
   EXPECT_EQ(e[1].message, "key 'b' is not in the pool");
   EXPECT_EQ(e[2].length, 50u);
+  EXPECT_EQ(e[2].checksum, 42u);
   ASSERT_EQ(e[2].replicas(), 1u);
   EXPECT_EQ(e[2].segment_id(0), 7u);
   EXPECT_EQ(e[2].offset(0), 8192u);
@@ -46,6 +48,9 @@ TEST(LookupReply, RejectsArraysThatDisagree) {
   auto short_lengths = ThreeKeys();
   short_lengths.mutable_lengths()->RemoveLast();
   EXPECT_FALSE(ReadLookupReply(short_lengths, 3).ok());
+  auto short_checksums = ThreeKeys();
+  short_checksums.mutable_checksums()->RemoveLast();
+  EXPECT_FALSE(ReadLookupReply(short_checksums, 3).ok());
   auto extra_word = ThreeKeys();
   extra_word.add_replicas(1);
   EXPECT_FALSE(ReadLookupReply(extra_word, 3).ok());

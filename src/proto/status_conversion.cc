@@ -7,7 +7,7 @@ namespace kvpool {
 Status FromProtoCode(proto::Code code, const std::string& message, std::string_view key) {
   if (code == proto::OK) return Status::Ok();
   const int value = static_cast<int>(code);
-  const StatusCode status_code = (value >= 0 && value <= static_cast<int>(StatusCode::kStale))
+  const StatusCode status_code = (value >= 0 && value <= static_cast<int>(kHighestStatusCode))
                                      ? static_cast<StatusCode>(value)
                                      : StatusCode::kInternal;
   if (!message.empty()) return Status(status_code, message);

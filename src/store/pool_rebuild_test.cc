@@ -23,6 +23,9 @@ using master::PutStartItem;
 
 constexpr uint64_t kSegment = 64 * 1024;
 
+// Stands in for the writer's checksum of a key's value: any value the index must carry.
+uint64_t ChecksumOf(std::string_view key) { return std::hash<std::string_view>()(key) | 1; }
+
 // A store's index thread: pulls segment `id`'s journal from `pool` and applies it to `index`,
 // until destroyed. Pause(true) stops confirming, as a stalled store does.
 class Follower {
@@ -101,7 +104,7 @@ class PoolRebuildTest : public ::testing::Test {
   }
 
   Status Put(PoolMetadata& pool, const std::string& key, uint64_t length, PutOptions options = {}) {
-    PutStartItem item{key, length};
+    PutStartItem item{key, length, "", ChecksumOf(key)};
     auto started = pool.BatchPutStart({&item, 1}, options);
     if (!started.results[0].status.ok()) return started.results[0].status;
     std::string_view k = key;
@@ -142,7 +145,7 @@ TEST_F(PoolRebuildTest, EverythingTheOldMasterAnsweredComesBack) {
   pinned.pin_ttl_ms = 600'000;
   ASSERT_TRUE(Put(*old_, "pinned", 500, pinned).ok());
   ASSERT_TRUE(Put(*old_, "plain", 64).ok());
-  PutStartItem pending{"pending", 200};
+  PutStartItem pending{"pending", 200, "", ChecksumOf("pending")};
   ASSERT_TRUE(old_->BatchPutStart({&pending, 1}, {}).results[0].status.ok());
   ASSERT_TRUE(Put(*old_, "evicted", 64).ok());
   std::string_view evicted = "evicted";
@@ -170,6 +173,7 @@ TEST_F(PoolRebuildTest, EverythingTheOldMasterAnsweredComesBack) {
   for (const char* key : {"g/0", "g/1", "pinned", "plain"}) {
     auto got = Get(*fresh_, key);
     EXPECT_TRUE(got.status.ok()) << key << ": " << got.status.ToString();
+    EXPECT_EQ(got.checksum, ChecksumOf(key)) << key << ": the writer's checksum must survive the failover";
   }
   EXPECT_EQ(Get(*fresh_, "g/1").length, 3000u);
   EXPECT_EQ(Get(*fresh_, "evicted").status.code(), StatusCode::kNotFound);
@@ -178,6 +182,7 @@ TEST_F(PoolRebuildTest, EverythingTheOldMasterAnsweredComesBack) {
   std::string_view p = "pending";
   EXPECT_TRUE(fresh_->BatchPutEnd({&p, 1})[0].ok());  // its writer ends it on the new master
   EXPECT_TRUE(Get(*fresh_, "pending").status.ok());
+  EXPECT_EQ(Get(*fresh_, "pending").checksum, ChecksumOf("pending"));
 
   // Old leases are honoured: nothing is evictable before the old master's horizon.
   EXPECT_EQ(fresh_->EvictAtLeast(kSegment), 0u);

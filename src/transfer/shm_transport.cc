@@ -117,7 +117,7 @@ class CopyJob final : public ParallelJob {
 class ShmChannel final : public SegmentChannel {
  public:
   ShmChannel(SegmentEndpoint endpoint, const TransferOptions& options,
-             std::shared_ptr<CopyPool> pool, std::shared_ptr<ShmMapping> mapping)
+             std::shared_ptr<HelperPool> pool, std::shared_ptr<ShmMapping> mapping)
       : endpoint_(std::move(endpoint)),
         options_(options),
         pool_(std::move(pool)),
@@ -197,7 +197,7 @@ class ShmChannel final : public SegmentChannel {
 
   const SegmentEndpoint endpoint_;
   const TransferOptions options_;
-  const std::shared_ptr<CopyPool> pool_;
+  const std::shared_ptr<HelperPool> pool_;
   const uint64_t size_;
   std::mutex mu_;
   std::shared_ptr<ShmMapping> mapping_;
@@ -206,7 +206,7 @@ class ShmChannel final : public SegmentChannel {
 }  // namespace
 
 ShmTransport::ShmTransport(const TransferOptions& options)
-    : options_(options), pool_(std::make_shared<CopyPool>(std::max(0, options.shm_copy_threads - 1))) {}
+    : options_(options), pool_(std::make_shared<HelperPool>(std::max(0, options.shm_copy_threads - 1))) {}
 
 Result<std::shared_ptr<SegmentChannel>> ShmTransport::Open(const SegmentEndpoint& endpoint) {
   auto grant = RequestShmGrant(endpoint.shm_socket, endpoint.served_id(), options_.connect_timeout);

@@ -2,7 +2,7 @@
 // its unix socket, see shm_protocol.h) and copying with memcpy. No socket on the data path.
 //
 // Copies of a batch below kShmInlineBytes run on the submitting thread; larger batches are
-// cut into chunks that the submitting thread and the CopyPool helpers claim in parallel, so
+// cut into chunks that the submitting thread and the HelperPool helpers claim in parallel, so
 // Submit returns once every chunk is claimed. Before and after each copy the channel checks
 // the segment's served flag: a withdrawn segment reports STALE, and the next batch asks the
 // store again (remapping if the store now serves that id from new memory).
@@ -11,7 +11,7 @@
 #include <memory>
 #include <string_view>
 
-#include "transfer/copy_pool.h"
+#include "common/helper_pool.h"
 #include "transfer/transport.h"
 
 namespace kvpool::transfer {
@@ -27,7 +27,7 @@ class ShmTransport final : public Transport {
 
  private:
   TransferOptions options_;
-  std::shared_ptr<CopyPool> pool_;  // shared with channels, which may outlive this transport
+  std::shared_ptr<HelperPool> pool_;  // shared with channels, which may outlive this transport
 };
 
 }  // namespace kvpool::transfer

@@ -58,7 +58,7 @@ void EncodeResponseHeader(const ResponseHeader& h, uint8_t out[ResponseHeader::k
 Status DecodeResponseHeader(const uint8_t in[ResponseHeader::kSize], ResponseHeader* h) {
   KVPOOL_RETURN_IF_ERROR(CheckPrefix(in, &h->op));
   uint16_t status = GetField<uint16_t>(in, 6);
-  if (status > static_cast<uint16_t>(StatusCode::kStale)) {
+  if (status > static_cast<uint16_t>(kHighestStatusCode)) {
     return InvalidArgument(fmt::format("unknown status code {}", status));
   }
   h->status = static_cast<StatusCode>(status);

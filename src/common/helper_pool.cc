@@ -1,14 +1,14 @@
-#include "transfer/copy_pool.h"
+#include "common/helper_pool.h"
 
 #include <algorithm>
 
-namespace kvpool::transfer {
+namespace kvpool {
 
-CopyPool::CopyPool(int helper_threads) {
+HelperPool::HelperPool(int helper_threads) {
   for (int i = 0; i < helper_threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
 }
 
-CopyPool::~CopyPool() {
+HelperPool::~HelperPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -17,7 +17,7 @@ CopyPool::~CopyPool() {
   for (auto& t : helpers_) t.join();
 }
 
-void CopyPool::Run(const std::shared_ptr<ParallelJob>& job) {
+void HelperPool::Run(const std::shared_ptr<ParallelJob>& job) {
   if (!helpers_.empty()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -34,7 +34,7 @@ void CopyPool::Run(const std::shared_ptr<ParallelJob>& job) {
   }
 }
 
-void CopyPool::HelperLoop() {
+void HelperPool::HelperLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
@@ -47,4 +47,4 @@ void CopyPool::HelperLoop() {
   }
 }
 
-}  // namespace kvpool::transfer
+}  // namespace kvpool

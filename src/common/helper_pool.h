@@ -1,5 +1,6 @@
-// CopyPool: persistent helper threads that split large shm copies with the submitting
-// thread. No thread is created per operation; small copies never reach the pool.
+// HelperPool: persistent helper threads that split a job of independent tasks with the thread
+// that runs it (the transfer engine's large shm copies, the checksums of a batch of values).
+// No thread is created per job; a caller whose work is small runs it alone.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace kvpool::transfer {
+namespace kvpool {
 
 // A fixed set of independent tasks that any thread may claim, one at a time.
 class ParallelJob {
@@ -35,12 +36,12 @@ class ParallelJob {
   std::atomic<size_t> next_{0};
 };
 
-class CopyPool {
+class HelperPool {
  public:
-  explicit CopyPool(int helper_threads);
-  ~CopyPool();  // joins helpers; REQUIRES: no Run() in progress
-  CopyPool(const CopyPool&) = delete;
-  CopyPool& operator=(const CopyPool&) = delete;
+  explicit HelperPool(int helper_threads);
+  ~HelperPool();  // joins helpers; REQUIRES: no Run() in progress
+  HelperPool(const HelperPool&) = delete;
+  HelperPool& operator=(const HelperPool&) = delete;
 
   int helper_threads() const { return static_cast<int>(helpers_.size()); }
 
@@ -58,4 +59,4 @@ class CopyPool {
   std::vector<std::thread> helpers_;
 };
 
-}  // namespace kvpool::transfer
+}  // namespace kvpool
