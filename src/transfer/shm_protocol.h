@@ -47,7 +47,8 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
                                  std::chrono::milliseconds timeout);
 // Client side: reads the store's reply to a request for `segment_id` from a connected socket,
 // with the fds it passes; `peer` names the store in messages. The store's code when it does not
-// serve the id; INTERNAL for a reply that is not one (never a grant without both fds);
+// serve the id; INTERNAL for a reply that is not one: never a grant without both fds, nor one
+// whose fds hold less than the size granted and a flag page (mapping them would fault).
 // UNAVAILABLE when nothing could be read. Every fd received is closed unless granted.
 Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer);
 
