@@ -14,16 +14,17 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/checksum.h"
 #include "handoff/device_scatter.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
+#include "handoff/handoff_piece.h"
 #include "handoff/handoff_plan.h"
 #include "transfer/memfd_region.h"
 #include "transfer/segment_server.h"
@@ -342,47 +343,36 @@ bool HandoffReceiver::Impl::Land(const ControlMessage& m, std::vector<uint64_t>&
   Request& r = *part->request;
   uint64_t scattered_bytes = 0;
   // 1. Under r.mu: is the piece in the plan, and new? Then claim it.
-  const PairPlan* pair = nullptr;
-  const HandoffWrite* piece = nullptr;
-  uint32_t d = 0;
+  std::optional<AnnouncedPiece> piece;
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    const HandoffPlan& plan = r.plan;
     if (!r.closed && r.error.ok()) {
-      if (m.b >= plan.decode.dcp_ranks || m.c >= plan.pair(part->rank, static_cast<uint32_t>(m.b)).writes.size()) {
-        Fail(r, InvalidArgument(fmt::format("request {}: piece {} for decode rank {} is not in the plan", r.id, m.c, m.b)));
+      Result<AnnouncedPiece> found = FindAnnouncedPiece(m, r.plan, part->rank, r.landed);
+      if (!found.ok()) {
+        Fail(r, found.status());
       } else {
-        d = static_cast<uint32_t>(m.b);
-        const uint64_t pair_index = uint64_t{part->rank} * plan.decode.dcp_ranks + d;
-        if (r.landed[pair_index][m.c]) {
-          Fail(r, InvalidArgument(fmt::format("request {}: piece {} of pair ({}, {}) arrived twice", r.id, m.c,
-                                              part->rank, d)));
-        } else {
-          r.landed[pair_index][m.c] = true;
-          ++r.scattering;
-          pair = &plan.pairs[pair_index];
-          piece = &pair->writes[m.c];
-        }
+        piece = *found;
+        r.landed[piece->pair_index][piece->index] = true;
+        ++r.scattering;
       }
     }
   }
   // 2. Without it (the plan, targets and device tables are fixed since Expect): check the
   //    checksum and scatter. A device scatter returns only once the piece is in the GPU cache:
   //    counted as landed, and its slot freed, only after that.
-  if (piece != nullptr) {
+  if (piece) {
+    const uint32_t d = piece->decode_rank;
     const std::byte* bytes = reinterpret_cast<const std::byte*>(landing->data()) + offset;
-    Status scattered;
-    if (Checksum(bytes, piece->length) != m.d) {
-      scattered = Internal(fmt::format("request {}: piece {} of pair ({}, {}) failed its checksum", r.id, m.c,
-                                       part->rank, d));
-    } else {
-      scattered = r.device_tables[d] ? r.device_scatters[d]->ScatterPiece(*pair, *piece, bytes, *r.device_tables[d])
-                                     : ScatterCpu(*pair, bytes, *r.targets[d].cache, r.targets[d].table, piece);
+    Status scattered = CheckPieceChecksum(m, *piece, std::span(bytes, options.max_write_bytes));
+    if (scattered.ok()) {
+      scattered = r.device_tables[d]
+                      ? r.device_scatters[d]->ScatterPiece(*piece->pair, *piece->write, bytes, *r.device_tables[d])
+                      : ScatterCpu(*piece->pair, bytes, *r.targets[d].cache, r.targets[d].table, piece->write);
     }
     std::lock_guard<std::mutex> lock(r.mu);
     if (scattered.ok()) {
       --r.pieces_left;
-      scattered_bytes = piece->length;
+      scattered_bytes = piece->write->length;
     } else {
       Fail(r, scattered);
     }

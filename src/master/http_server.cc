@@ -13,6 +13,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "master/http_request.h"
+
 namespace kvpool::master {
 
 namespace {
@@ -54,14 +56,6 @@ HttpResponse Plain(int status, std::string body) {
   r.status = status;
   r.body = std::move(body);
   return r;
-}
-
-bool IsToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c < 'A' || c > 'Z') return false;
-  }
-  return true;
 }
 
 // Closing a socket with unread input makes the kernel send RST, which can destroy the
@@ -200,30 +194,12 @@ void HttpServer::HandleConnection(int fd) {
     request.append(buffer, static_cast<size_t>(n));
   }
 
-  // Request line: METHOD SP TARGET SP HTTP/1.x
-  size_t line_end = request.find("\r\n");
-  std::string_view line(request.data(), line_end == std::string::npos ? 0 : line_end);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) {
-    Respond(fd, Plain(400, "malformed request line\n"), false);
+  const HttpRequest parsed = ParseHttpRequest(request);
+  if (!parsed.ok()) {
+    Respond(fd, Plain(parsed.refusal, std::string(parsed.reason)), false);
     return;
   }
-  std::string_view method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (!IsToken(method) || target.empty() || target.front() != '/' ||
-      (version != "HTTP/1.1" && version != "HTTP/1.0")) {
-    Respond(fd, Plain(400, "malformed request line\n"), false);
-    return;
-  }
-  bool head_only = method == "HEAD";
-  if (method != "GET" && !head_only) {
-    Respond(fd, Plain(405, "only GET and HEAD are served\n"), false);
-    return;
-  }
-  std::string_view path = target.substr(0, target.find('?'));
-  Respond(fd, handler_(path), head_only);
+  Respond(fd, handler_(parsed.path), parsed.head_only);
 }
 
 }  // namespace kvpool::master

@@ -14,8 +14,6 @@ namespace kvpool::master {
 
 namespace {
 
-// A store's PullIndex waits at most this long for records before an empty answer.
-constexpr std::chrono::milliseconds kIndexPollWait{500};
 // Records per PullIndex answer (well inside the message limit at 4 KiB keys).
 constexpr size_t kIndexPollRecords = 16384;
 
@@ -168,7 +166,7 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
     return grpc::Status::OK;
   }
   // Answer well inside the store's deadline, and at once when the store has gone away.
-  auto wait = kIndexPollWait;
+  auto wait = index_poll_wait_;
   const auto left = context->deadline() - std::chrono::system_clock::now();
   if (left < 2 * wait) wait = std::max(std::chrono::milliseconds(0),
                                        std::chrono::duration_cast<std::chrono::milliseconds>(left / 2));

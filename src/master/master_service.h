@@ -29,9 +29,15 @@ struct MasterIdentity {
 
 class MasterService final : public proto::Master::Service {
  public:
-  // REQUIRES: `pool` and `metrics` outlive the service.
-  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity)
-      : pool_(pool), metrics_(metrics), identity_(std::move(identity)) {}
+  // How long a store's PullIndex waits for records before an empty answer (a long poll; also
+  // bounded by half the time left to the call's deadline).
+  static constexpr std::chrono::milliseconds kIndexPollWait{500};
+
+  // REQUIRES: `pool` and `metrics` outlive the service. `index_poll_wait`: kIndexPollWait but
+  // in tests and the fuzzer, which call the handlers without a deadline.
+  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity,
+                std::chrono::milliseconds index_poll_wait = kIndexPollWait)
+      : pool_(pool), metrics_(metrics), identity_(std::move(identity)), index_poll_wait_(index_poll_wait) {}
 
   // A leader handing over: refuse new client work (puts, reads, removals) while the stores
   // catch up with their journals; puts already started may still end.
@@ -80,6 +86,7 @@ class MasterService final : public proto::Master::Service {
   std::atomic<int64_t> stores_only_until_ns_{0};  // steady clock
   RpcMetrics* const metrics_;
   const MasterIdentity identity_;
+  const std::chrono::milliseconds index_poll_wait_;
 };
 
 }  // namespace kvpool::master

@@ -1,6 +1,7 @@
 #include "transfer/shm_protocol.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -15,6 +16,18 @@
 namespace kvpool::transfer {
 namespace {
 
+
+// A granted fd must hold the bytes the reply grants: a mapping past the end of its file faults
+// (SIGBUS) at the first touch of those pages, far from here.
+Status CheckFdHolds(int fd, uint64_t bytes, std::string_view what, std::string_view peer) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(StatusCode::kInternal, fmt::format("fstat {} from {}", what, peer), errno);
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) < bytes) {
+    return Internal(fmt::format("shm reply from {} grants {} bytes of {}, but the fd passed holds {}", peer, bytes,
+                                what, static_cast<int64_t>(st.st_size)));
+  }
+  return Status::Ok();
+}
 
 void SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
   timeval tv{};
@@ -50,6 +63,10 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
     return ErrnoStatus(StatusCode::kUnavailable, fmt::format("send to {}", socket_path), errno);
   }
 
+  return ReadShmReply(sock.get(), segment_id, socket_path);
+}
+
+Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer) {
   uint8_t reply[kShmReplySize] = {};
   alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
   iovec iov{reply, sizeof(reply)};
@@ -58,8 +75,8 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  ssize_t n = ::recvmsg(sock.get(), &msg, MSG_CMSG_CLOEXEC);
-  if (n < 0) return ErrnoStatus(StatusCode::kUnavailable, fmt::format("recv from {}", socket_path), errno);
+  ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n < 0) return ErrnoStatus(StatusCode::kUnavailable, fmt::format("recv from {}", peer), errno);
 
   // Take ownership of any fds first so an error path never leaks them.
   ShmGrant grant;
@@ -79,16 +96,22 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
   }
   if (n != static_cast<ssize_t>(kShmReplySize) || GetField<uint32_t>(reply, 0) != kShmMagic ||
       reply[4] != kShmVersion || (msg.msg_flags & MSG_CTRUNC)) {
-    return Internal(fmt::format("malformed shm reply from {}", socket_path));
+    return Internal(fmt::format("malformed shm reply from {}", peer));
   }
-  auto status = static_cast<StatusCode>(GetField<uint16_t>(reply, 6));
+  const uint16_t code = GetField<uint16_t>(reply, 6);
+  if (code > static_cast<uint16_t>(kHighestStatusCode)) {
+    return Internal(fmt::format("malformed shm reply from {}: unknown status code {}", peer, code));
+  }
+  const auto status = static_cast<StatusCode>(code);
   if (status != StatusCode::kOk) {
-    return Status(status, fmt::format("store at {} does not serve segment {}", socket_path, segment_id));
+    return Status(status, fmt::format("store at {} does not serve segment {}", peer, segment_id));
   }
   if (GetField<uint64_t>(reply, 8) != segment_id || !grant.segment_fd.valid() || !grant.flag_fd.valid()) {
-    return Internal(fmt::format("shm reply from {} lacks the segment's fds", socket_path));
+    return Internal(fmt::format("shm reply from {} lacks the segment's fds", peer));
   }
   grant.size = GetField<uint64_t>(reply, 16);
+  KVPOOL_RETURN_IF_ERROR(CheckFdHolds(grant.segment_fd.get(), grant.size, "the segment", peer));
+  KVPOOL_RETURN_IF_ERROR(CheckFdHolds(grant.flag_fd.get(), kShmFlagPageSize, "the served-flag page", peer));
   return grant;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "transfer/unique_fd.h"
@@ -44,6 +45,12 @@ struct ShmGrant {
 // UNAVAILABLE if the socket does not answer within `timeout`.
 Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segment_id,
                                  std::chrono::milliseconds timeout);
+// Client side: reads the store's reply to a request for `segment_id` from a connected socket,
+// with the fds it passes; `peer` names the store in messages. The store's code when it does not
+// serve the id; INTERNAL for a reply that is not one: never a grant without both fds, nor one
+// whose fds hold less than the size granted and a flag page (mapping them would fault).
+// UNAVAILABLE when nothing could be read. Every fd received is closed unless granted.
+Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer);
 
 // Server side: reads one request from a connected socket.
 Status ReadShmRequest(int fd, uint64_t* segment_id);

@@ -1,7 +1,5 @@
 #include "transfer/shm_transport.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "transfer/shm_mapping.h"
 #include "transfer/shm_protocol.h"
 #include "transfer/socket_util.h"
 
@@ -18,52 +17,6 @@ namespace {
 
 constexpr uint64_t kMinChunk = 64 << 10;
 constexpr uint64_t kMaxChunk = 4 << 20;
-
-// One mapping of a served segment and its served-flag page. Unmapped when the last copy
-// using it and the channel have dropped it.
-class ShmMapping final : public SegmentMapping {
- public:
-  static Result<std::shared_ptr<ShmMapping>> Map(uint64_t segment_id, const ShmGrant& grant,
-                                                 bool prefault) {
-    auto mapping = std::shared_ptr<ShmMapping>(new ShmMapping);
-    mapping->segment_id_ = segment_id;
-    mapping->size_ = grant.size;
-    if (grant.size > 0) {
-      int flags = MAP_SHARED | (prefault ? MAP_POPULATE : 0);
-      void* base = ::mmap(nullptr, grant.size, PROT_READ | PROT_WRITE, flags, grant.segment_fd.get(), 0);
-      if (base == MAP_FAILED) {
-        return ErrnoStatus(StatusCode::kInternal, fmt::format("mmap segment {}", segment_id), errno);
-      }
-      mapping->base_ = static_cast<char*>(base);
-    }
-    void* flag = ::mmap(nullptr, kShmFlagPageSize, PROT_READ, MAP_SHARED, grant.flag_fd.get(), 0);
-    if (flag == MAP_FAILED) {
-      return ErrnoStatus(StatusCode::kInternal, fmt::format("mmap flag of segment {}", segment_id), errno);
-    }
-    mapping->flag_ = flag;
-    return mapping;
-  }
-
-  ~ShmMapping() {
-    if (base_ != nullptr) ::munmap(base_, size_);
-    if (flag_ != nullptr) ::munmap(flag_, kShmFlagPageSize);
-  }
-
-  char* base() const { return base_; }
-  uint64_t size() const { return size_; }
-  std::span<const std::byte> bytes() const override { return {reinterpret_cast<const std::byte*>(base_), size_}; }
-  bool served() const override { return ShmFlagSaysServed(flag_); }
-  Status StaleStatus() const {
-    return Stale(fmt::format("segment {} was withdrawn by its store", segment_id_));
-  }
-
- private:
-  ShmMapping() = default;
-  uint64_t segment_id_ = 0;
-  char* base_ = nullptr;
-  uint64_t size_ = 0;
-  void* flag_ = nullptr;
-};
 
 struct CopyChunk {
   char* local;

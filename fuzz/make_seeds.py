@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the targets whose inputs are binary records (master_request_fuzz,
+shm_reply_fuzz, handoff_piece_fuzz) and http_request_fuzz's requests into fuzz/corpus/<target>/.
+Each seed is a small valid input in the layout its target's header comment describes.
+Deterministic: rerunning it rewrites the same bytes.  usage: fuzz/make_seeds.py"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+# ---- protobuf, by hand: just what master.proto's requests use ----
+def varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def u(field, n):
+    return varint(field << 3) + varint(n)
+
+
+def b(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def packed(field, values):
+    return b(field, b"".join(varint(v) for v in values))
+
+
+# master_request_fuzz: a record is type u8 | length u16 LE | request bytes (fuzz/master_request_fuzz.cc)
+MOUNT, UNMOUNT, HEARTBEAT, PULL, PUT_START, PUT_END, PUT_REVOKE, REMOVE, GET, EXISTS, STAT, DESCRIBE, TIME = range(13)
+
+
+def record(kind, payload=b""):
+    return struct.pack("<BH", kind, len(payload)) + payload
+
+
+def put_start(items, replicas=0, group="", pin_ttl_ms=0):
+    body = b"".join(b(1, b(1, key) + u(2, length) + (b(3, g) if g else b"")) for key, length, g in items)
+    options = (u(1, replicas) if replicas else b"") + (b(2, group) if group else b"") + (u(3, pin_ttl_ms) if pin_ttl_ms else b"")
+    return record(PUT_START, body + (b(2, options) if options else b""))
+
+
+def keys(kind, names, lease_ms=0):
+    return record(kind, b"".join(b(1, k) for k in names) + (u(2, lease_ms) if lease_ms else b""))
+
+
+def time_passes(ms):
+    return record(TIME, struct.pack("<H", ms))
+
+
+def endpoint(store, size):
+    return b(2, store) + b(3, "fuzz-host") + b(4, "127.0.0.1:2") + u(6, size)
+
+
+def entry(key, offset, length, put_id, complete, group=""):
+    return b(1, key) + u(2, offset) + u(3, length) + (b(4, group) if group else b"") + u(5, put_id) + (u(6, 1) if complete else b"")
+
+
+write("master_request_fuzz", "put_get",
+      put_start([("a", 1000, ""), ("b", 5000, "g"), ("c", 100, "g")]) + keys(PUT_END, ["a", "b", "c"]) +
+      keys(GET, ["a", "b", "x"], lease_ms=100) + keys(EXISTS, ["a", "b", "x"]) + keys(REMOVE, ["a"]) +
+      record(STAT) + record(DESCRIBE))
+write("master_request_fuzz", "copies_and_eviction",
+      put_start([("k%d" % i, 7000, "") for i in range(8)], replicas=2) + keys(PUT_END, ["k%d" % i for i in range(8)]) +
+      put_start([("big", 60000, "")], pin_ttl_ms=500) + keys(PUT_END, ["big"]) + time_passes(1500) +
+      keys(GET, ["k0", "k7", "big"]) + record(STAT))
+write("master_request_fuzz", "store_calls",
+      record(MOUNT, b(1, endpoint("s2", 32768)) + u(2, 3) + u(3, 1)) +
+      record(HEARTBEAT, b(1, "fuzz-store") + packed(2, [0, 1, 99])) +
+      put_start([("j", 3000, "")]) + record(PULL, u(1, 2) + u(2, 1)) + record(PULL, u(1, 2) + u(2, 1) + u(3, 3)) +
+      record(UNMOUNT, u(1, 0)) + time_passes(5000) + record(STAT))
+write("master_request_fuzz", "rejoin",
+      record(MOUNT, b(1, endpoint("s3", 65536)) + u(2, 3) + u(3, 1) + u(4, 12345) +
+             b(5, entry("r1", 0, 100, 5, True)) + b(5, entry("r2", 128, 64, 6, False, "g"))) +
+      keys(GET, ["r1", "r2"]) + keys(REMOVE, ["r1"]) + time_passes(20000) + record(STAT))
+write("master_request_fuzz", "timeouts",
+      put_start([("t", 100, ""), ("u", 200, "")]) + time_passes(3000) + keys(PUT_END, ["t"]) +
+      keys(PUT_REVOKE, ["u", "v"]) + keys(GET, ["t"]))
+
+# http_request_fuzz: what a scraper or a probe sends
+write("http_request_fuzz", "metrics", b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+write("http_request_fuzz", "health_head", b"HEAD /health?verbose=1 HTTP/1.0\r\n\r\n")
+write("http_request_fuzz", "post", b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+write("http_request_fuzz", "no_slash", b"GET metrics HTTP/1.1\r\n\r\n")
+
+# shm_reply_fuzz: flags u8 | u16 LE size per fd | the reply (transfer/shm_protocol.h)
+SHM_MAGIC = 0x5350564B
+
+
+def shm_reply(status, segment_id, size):
+    return struct.pack("<IBBHQQ", SHM_MAGIC, 1, 1, status, segment_id, size)
+
+
+def shm(fds, sizes, reply, served=True, prefault=False):
+    flags = fds | (4 if served else 0) | (8 if prefault else 0)
+    return bytes([flags]) + b"".join(struct.pack("<H", s) for s in sizes) + reply
+
+
+write("shm_reply_fuzz", "grant", shm(2, [8192, 4096], shm_reply(0, 7, 8192), prefault=True))
+write("shm_reply_fuzz", "grant_empty_segment", shm(2, [0, 4096], shm_reply(0, 7, 0)))
+write("shm_reply_fuzz", "stale", shm(0, [], shm_reply(10, 7, 0)))
+write("shm_reply_fuzz", "one_fd", shm(1, [4096], shm_reply(0, 7, 4096)))
+write("shm_reply_fuzz", "three_fds", shm(3, [4096, 4096, 4096], shm_reply(0, 7, 4096)))
+# What the first runs found (shm_protocol_test.cc has both): a grant larger than its memfd, which
+# the client mapped and died on (SIGBUS), and a status code the protocol does not have.
+# The inputs as found.
+write("shm_reply_fuzz", "grant_past_memfd_end", shm(2, [0, 4096], shm_reply(0, 7, 246)))
+write("shm_reply_fuzz", "unknown_status_code",
+      bytes.fromhex("0500104b565053012a011c0000000000000000000010000000000000"))
+
+# handoff_piece_fuzz: 11 layout bytes, then announcements rank | decode rank | u16 piece | flags
+def layout(split, bytes_index, prefill_block, stages, stage_layers, decode_block, dcp, interleave, first, count,
+           slot_rows, slot_extra):
+    layers = 0
+    for p, n in enumerate(stage_layers):
+        layers |= (n - 1) << (2 * p)
+    return bytes([int(split) | bytes_index << 1, prefill_block, stages - 1, layers, decode_block, dcp - 1, interleave,
+                  first, count - 1, slot_rows - 1, slot_extra])
+
+
+def announce(rank, decode_rank, piece, flags=1, checksum=None):
+    out = struct.pack("<BBHB", rank, decode_rank, piece, flags)
+    return out + (struct.pack("<Q", checksum) if checksum is not None else b"")
+
+
+write("handoff_piece_fuzz", "latent_pp2_dcp2",
+      layout(False, 1, 2, 2, [2, 1], 4, 2, 0, 3, 61, 4, 0) +
+      b"".join(announce(p, d, i) for p in range(2) for d in range(2) for i in range(16)))
+write("handoff_piece_fuzz", "split_pp4_dcp4_interleave",
+      layout(True, 1, 4, 4, [1, 2, 1, 3], 1, 4, 1, 0, 200, 16, 5) +
+      announce(0, 0, 0) + announce(0, 0, 0) + announce(1, 3, 1, flags=0, checksum=12345) + announce(2, 4, 0) +
+      b"".join(announce(3, d, i, flags=1 | 8) for d in range(4) for i in range(4)))

@@ -1,0 +1,42 @@
+#include "transfer/shm_mapping.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "transfer/socket_util.h"
+
+namespace kvpool::transfer {
+
+Result<std::shared_ptr<ShmMapping>> ShmMapping::Map(uint64_t segment_id, const ShmGrant& grant, bool prefault) {
+  auto mapping = std::shared_ptr<ShmMapping>(new ShmMapping);
+  mapping->segment_id_ = segment_id;
+  mapping->size_ = grant.size;
+  if (grant.size > 0) {
+    int flags = MAP_SHARED | (prefault ? MAP_POPULATE : 0);
+    void* base = ::mmap(nullptr, grant.size, PROT_READ | PROT_WRITE, flags, grant.segment_fd.get(), 0);
+    if (base == MAP_FAILED) {
+      return ErrnoStatus(StatusCode::kInternal, fmt::format("mmap segment {}", segment_id), errno);
+    }
+    mapping->base_ = static_cast<char*>(base);
+  }
+  void* flag = ::mmap(nullptr, kShmFlagPageSize, PROT_READ, MAP_SHARED, grant.flag_fd.get(), 0);
+  if (flag == MAP_FAILED) {
+    return ErrnoStatus(StatusCode::kInternal, fmt::format("mmap flag of segment {}", segment_id), errno);
+  }
+  mapping->flag_ = flag;
+  return mapping;
+}
+
+ShmMapping::~ShmMapping() {
+  if (base_ != nullptr) ::munmap(base_, size_);
+  if (flag_ != nullptr) ::munmap(flag_, kShmFlagPageSize);
+}
+
+Status ShmMapping::StaleStatus() const {
+  return Stale(fmt::format("segment {} was withdrawn by its store", segment_id_));
+}
+
+}  // namespace kvpool::transfer
