@@ -20,8 +20,6 @@ uint64_t Checksum(const void* data, size_t length) {
 #endif
 }
 
-namespace {
-
 // One value per task; the caller waits for the tasks helpers claimed, not only for the claims.
 class ChecksumJob final : public ParallelJob {
  public:
@@ -47,8 +45,6 @@ class ChecksumJob final : public ParallelJob {
   size_t left_;  // guarded by mu_
 };
 
-}  // namespace
-
 void ChecksumAll(HelperPool& pool, std::span<const std::span<const std::byte>> values, std::span<uint64_t> out) {
   if (values.size() <= 1) {
     for (size_t i = 0; i < values.size(); ++i) out[i] = Checksum(values[i]);
@@ -57,6 +53,18 @@ void ChecksumAll(HelperPool& pool, std::span<const std::span<const std::byte>> v
   auto job = std::make_shared<ChecksumJob>(values, out);
   pool.Run(job);
   job->WaitAllDone();
+}
+
+BackgroundChecksums::BackgroundChecksums(HelperPool& pool, std::span<const std::span<const std::byte>> values,
+                                         std::span<uint64_t> out)
+    : job_(std::make_shared<ChecksumJob>(values, out)) {
+  pool.Post(job_);
+}
+
+void BackgroundChecksums::Wait() {
+  while (job_->RunOne()) {
+  }
+  job_->WaitAllDone();
 }
 
 }  // namespace kvpool

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "common/helper_pool.h"
@@ -23,5 +24,21 @@ inline uint64_t Checksum(std::span<const std::byte> bytes) { return Checksum(byt
 // out[i] = Checksum(values[i]), the values shared among `pool`'s helpers and the calling
 // thread; returns once every one is done. REQUIRES: out.size() == values.size().
 void ChecksumAll(HelperPool& pool, std::span<const std::span<const std::byte>> values, std::span<uint64_t> out);
+
+class ChecksumJob;
+// The same, on the pool's helpers while the caller does other work (the restore unpacks the
+// same bytes meanwhile); Wait() joins in with what no helper has claimed yet and returns once
+// every value is hashed. REQUIRES: `values` and `out` outlive Wait() (the destructor waits).
+class BackgroundChecksums {
+ public:
+  BackgroundChecksums(HelperPool& pool, std::span<const std::span<const std::byte>> values, std::span<uint64_t> out);
+  ~BackgroundChecksums() { Wait(); }
+  BackgroundChecksums(const BackgroundChecksums&) = delete;
+  BackgroundChecksums& operator=(const BackgroundChecksums&) = delete;
+  void Wait();
+
+ private:
+  std::shared_ptr<ChecksumJob> job_;
+};
 
 }  // namespace kvpool

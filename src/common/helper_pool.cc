@@ -34,6 +34,15 @@ void HelperPool::Run(const std::shared_ptr<ParallelJob>& job) {
   }
 }
 
+void HelperPool::Post(const std::shared_ptr<ParallelJob>& job) {
+  if (helpers_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(job);
+  }
+  cv_.notify_all();
+}
+
 void HelperPool::HelperLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {

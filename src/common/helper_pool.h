@@ -48,6 +48,9 @@ class HelperPool {
   // Runs `job`'s tasks on the helpers and on the calling thread. Returns once every task has
   // been claimed; tasks claimed by helpers may still be running.
   void Run(const std::shared_ptr<ParallelJob>& job);
+  // Hands `job`'s tasks to the helpers only and returns at once: the caller goes on with other
+  // work and claims what is left later (job->RunOne()). With no helpers nothing runs until then.
+  void Post(const std::shared_ptr<ParallelJob>& job);
 
  private:
   void HelperLoop();

@@ -2,10 +2,12 @@
 // (same-host shm) at full speed, so a restore can DMA from the storage service's memory
 // straight to the device with no staging copy.
 //
-// Each mapping is registered with CUDA once (cudaHostRegister, portable to every device) and
-// kept alive while registered: CUDA must never hold a registration of memory that was
-// unmapped. Registrations last until the pins are destroyed; a mapping its store withdrew
-// stays pinned until then (a remount is rare, and the memory is the store's anyway).
+// Each mapping is registered with CUDA once per process (cudaHostRegister, portable to every
+// device; counted across every MappedSegmentPins, as CUDA refuses a second registration of a
+// range) and kept alive while registered: CUDA must never hold a registration of memory that
+// was unmapped. A registration lasts until the last pins holding it are destroyed; a mapping
+// its store withdrew stays pinned until then (a remount is rare, and the memory is the
+// store's anyway).
 // Without KVPOOL_CUDA, Pin does nothing. Thread-safe.
 #pragma once
 

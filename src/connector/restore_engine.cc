@@ -267,14 +267,14 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     return 0;
   }
   // Chunks lie anywhere in the segments: one unpack per chunk, all queued before one wait.
-  // On a GPU every chunk is then hashed (on the checksum pool) while the GPU copies them; the
-  // CPU packer unpacks as it is called, so each chunk is hashed right after, from cache.
-  const bool unpacks_run_async = stage.device.cuda_device >= 0;
+  // The checksum pool hashes them meanwhile (the GPU's copy engines, or the CPU packer on this
+  // thread, copy the same bytes).
   std::vector<std::span<const std::byte>> objects;
   for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
-  uint64_t verified = w.chunks;  // chunks before the first that does not match its checksum
+  std::vector<uint64_t> sums(objects.size());
+  std::unique_ptr<BackgroundChecksums> hashing = StartChecksums(objects, sums);
   Status s;
-  for (uint64_t i = 0; i < w.chunks && s.ok() && verified == w.chunks; ++i) {
+  for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
     ChunkTransfer t;
     t.cache = &stage.device.cache;
     t.block_table = r.block_tables[w.stage];
@@ -284,9 +284,8 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     t.keep_tokens_below = r.hit.gpu_cached_tokens;
     t.staging = const_cast<std::byte*>(mapped[i].data);  // Unpack only reads it
     s = packer.Unpack(t);
-    if (s.ok() && !unpacks_run_async && VerifiedPrefix(w, i, std::span(objects).subspan(i, 1)) == 0) verified = i;
   }
-  if (s.ok() && unpacks_run_async) verified = VerifiedPrefix(w, 0, objects);
+  const uint64_t verified = VerifiedPrefix(w, hashing, sums);  // chunks before the first that does not match
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   // Invariant 1: bytes read after the lease ended, or from a segment its store withdrew, may
@@ -341,10 +340,11 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   t.num_chunks = ok;
   t.keep_tokens_below = r.hit.gpu_cached_tokens;
   t.staging = slot;
+  const std::vector<std::span<const std::byte>> objects(buffers.begin(), buffers.begin() + ok);
+  std::vector<uint64_t> sums(ok);
+  std::unique_ptr<BackgroundChecksums> hashing = StartChecksums(objects, sums);
   Status s = packer.Unpack(t);
-  const uint64_t verified =
-      s.ok() ? VerifiedPrefix(w, 0, std::vector<std::span<const std::byte>>(buffers.begin(), buffers.begin() + ok))
-             : 0;
+  const uint64_t verified = VerifiedPrefix(w, hashing, sums);
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   EndUnpack(r);
@@ -358,19 +358,24 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   return verified;
 }
 
-uint64_t RestoreEngine::VerifiedPrefix(const Window& w, uint64_t first,
-                                       std::span<const std::span<const std::byte>> objects) {
-  if (!options_.verify_checksums) return objects.size();
-  std::vector<uint64_t> sums(objects.size());
-  ChecksumAll(*checksum_pool_, objects, sums);
+std::unique_ptr<BackgroundChecksums> RestoreEngine::StartChecksums(std::span<const std::span<const std::byte>> objects,
+                                                                 std::span<uint64_t> sums) {
+  if (!options_.verify_checksums) return nullptr;
+  return std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums);
+}
+
+uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::unique_ptr<BackgroundChecksums>& hashing,
+                                       std::span<const uint64_t> sums) {
+  if (!hashing) return sums.size();
+  hashing->Wait();
   const client::LookupResult& lookup = *w.request->hit.lookup;
-  for (uint64_t i = 0; i < objects.size(); ++i) {
-    if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + first + i, w.stage))) {
+  for (uint64_t i = 0; i < sums.size(); ++i) {
+    if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + i, w.stage))) {
       metrics_->restore_corrupt_objects.fetch_add(1, std::memory_order_relaxed);
       return i;
     }
   }
-  return objects.size();
+  return sums.size();
 }
 
 std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_lock<std::mutex>& lock,

@@ -12,10 +12,10 @@
 // DMAs from the store's memory; the lease and the segment's served flag are checked after
 // the unpack, and a window that outlived either is discarded). Otherwise the window is one
 // ReadLookedUp into staging and one Unpack from it. Either way every object's bytes are checked
-// against their writer's checksum (common/checksum.h): the mapped path hashes a window's
-// objects on the CPU (on checksum_threads at once) while the GPU copies them; the read path is
-// checked by the client. An object that does
-// not match ends the window's usable prefix, so it and what follows are computed instead. Stage workers take windows in order, several at a time, so one
+// against their writer's checksum (common/checksum.h), hashed on checksum_threads helpers
+// while the unpack (the GPU's copy engines, or the CPU packer) copies the same bytes. An
+// object that does not match ends the window's usable prefix, so it and what follows are
+// computed instead. Stage workers take windows in order, several at a time, so one
 // window is read while another is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/checksum.h"
 #include "common/helper_pool.h"
 #include "common/status.h"
 #include "connector/chunk_store.h"
@@ -63,9 +64,8 @@ struct RestoreOptions {
   // GPU DMAs from it; no staging copy). Windows whose chunks cannot all be mapped are read
   // into staging as usual. false: always read into staging (benchmarks compare both).
   bool unpack_from_mapped_segments = true;
-  // false: objects unpacked from mapped segments are not checked against their checksum
-  // (benchmarks measure what the check costs; never in service). Reads into staging are
-  // checked by the client (client::ClientOptions::verify_checksums).
+  // false: restored objects, mapped or staged, are not checked against their checksum
+  // (benchmarks measure what the check costs; never in service).
   bool verify_checksums = true;
   // Threads (shared by every stage's workers, each worker counted) that hash mapped objects
   // while the GPU copies them: one core reads ~8-15 GB/s from memory, a GPU's restore ~50.
@@ -119,10 +119,13 @@ class RestoreEngine {
   uint64_t UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
                         Status& status);
   uint64_t ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status);
-  // How many of `objects` (w's chunks from `first` on, in order) match their checksums before
-  // the first that does not (which is counted); all of them when checking is off. Hashes on
-  // the checksum pool.
-  uint64_t VerifiedPrefix(const Window& w, uint64_t first, std::span<const std::span<const std::byte>> objects);
+  // Starts hashing `objects` into `sums` on the checksum pool's helpers, so that they are
+  // hashed while the unpack copies them; nothing when checking is off.
+  std::unique_ptr<BackgroundChecksums> StartChecksums(std::span<const std::span<const std::byte>> objects,
+                                                    std::span<uint64_t> sums);
+  // Once `hashing` is done (the caller helps): how many of w's chunks from 0 on match their
+  // checksums before the first that does not (which is counted); `sums.size()` when off.
+  uint64_t VerifiedPrefix(const Window& w, std::unique_ptr<BackgroundChecksums>& hashing, std::span<const uint64_t> sums);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
   // Brackets one unpack: false (and nothing started) once the request was cancelled.
