@@ -34,7 +34,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run
 # report races inside those libraries; TSan covers every unit test that does not.
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
 TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit \
-  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|DeploymentTest|FourServerTest|ReplayEndToEndTest)'
+  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|ClientChecksumTest|ClientAuthTest|DeploymentTest|FourServerTest|ReplayEndToEndTest)'
 # Every decoder of outside bytes under libFuzzer (ASan + UBSan), 15 s each: a regression net.
 echo "== fuzzing (scripts/fuzz.sh 15)"
 ./scripts/fuzz.sh 15

@@ -103,6 +103,44 @@ TEST(Cli, PutGetStatThroughFiles) {
   std::filesystem::remove(out);
 }
 
+// A pool started with --auth-file serves only processes given the same file: a client or a
+// store without it is refused with a message that says what to give it; a secret file others
+// may read is refused before anything starts.
+TEST(Cli, APoolWithAnAuthFileServesOnlyProcessesGivenIt) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-auth-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string secret = dir / "pool.secret", open_secret = dir / "open.secret";
+  std::ofstream(secret) << "0123456789abcdef0123456789abcdef\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::ofstream(open_secret) << "0123456789abcdef0123456789abcdef\n";
+  std::filesystem::permissions(open_secret, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                                std::filesystem::perms::others_read);
+
+  PoolCluster cluster({.stores = 1, .auth_file = secret});
+  ASSERT_TRUE(cluster.ConnectWhenReady(1)) << cluster.Logs();
+  const std::string master = cluster.master_address(), in = dir / "in", out = dir / "out";
+  std::ofstream(in, std::ios::binary) << std::string(1 << 20, 'x');
+
+  CliRun r = Kvpool({"put", "k", in, "--master", master});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--auth-file"), std::string::npos) << r.output;
+  r = Kvpool({"put", "k", in, "--master", master, "--auth-file", secret});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"get", "k", out, "--master", master, "--auth-file", secret});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream back(out, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(back)), {}), std::string(1 << 20, 'x'));
+
+  r = Kvpool({"get", "k", out, "--master", master, "--auth-file", open_secret});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("chmod 600"), std::string::npos) << r.output;
+  r = Kvpool({"store", "--master", master, "--memory", "8MiB", "--no-huge-pages", "--listen", "127.0.0.1:0",
+              "--shm-dir", dir.string()});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--auth-file"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 // A pool of two parts, as an operator builds it from the shell: a master per part, stores
 // joining by --pool-file and --part, clients naming the pool once.
 TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {

@@ -33,6 +33,7 @@ struct ClusterOptions {
   std::string store_memory = "64MiB";
   int heartbeat_ttl_ms = 1500;
   int lease_ms = 2000;
+  std::string auth_file;  // given to the master, the stores and ConnectWhenReady's client
 };
 
 class PoolCluster {
@@ -49,9 +50,9 @@ class PoolCluster {
   // Starts `kvpool master` on the cluster's address (again, after a kill: a restart).
   void StartMaster() {
     master_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
-                                 "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
-                                 std::to_string(options_.lease_ms)},
+        WithAuthFile({KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
+                      "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
+                      std::to_string(options_.lease_ms)}),
         (dir_ / ("master" + std::to_string(master_starts_++) + ".log")).string());
   }
   ~PoolCluster() {
@@ -64,9 +65,9 @@ class PoolCluster {
   void AddStore() {
     const int index = static_cast<int>(stores_.size());
     stores_.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{KVPOOL_BINARY, "store", "--master", master_address_, "--memory",
-                                 options_.store_memory, "--listen", "127.0.0.1:0", "--shm-dir", dir_.string(),
-                                 "--no-huge-pages", "--heartbeat-interval-ms", "200"},
+        WithAuthFile({KVPOOL_BINARY, "store", "--master", master_address_, "--memory", options_.store_memory,
+                      "--listen", "127.0.0.1:0", "--shm-dir", dir_.string(), "--no-huge-pages",
+                      "--heartbeat-interval-ms", "200"}),
         (dir_ / ("store" + std::to_string(index) + ".log")).string()));
   }
 
@@ -77,6 +78,11 @@ class PoolCluster {
     o.rpc_timeout = std::chrono::milliseconds(2000);
     o.transfer_timeout = std::chrono::milliseconds(5000);
     o.transfer.allow_shm = allow_shm;
+    if (!options_.auth_file.empty()) {
+      auto secret = SharedSecret::Load(options_.auth_file);
+      if (!secret.ok()) return nullptr;
+      o.credentials.secret = *std::move(secret);
+    }
     for (int attempt = 0; attempt < 200; ++attempt) {
       auto c = client::Client::Connect(o);
       if (c.ok()) {
@@ -98,6 +104,11 @@ class PoolCluster {
   }
 
  private:
+  std::vector<std::string> WithAuthFile(std::vector<std::string> args) const {
+    if (!options_.auth_file.empty()) args.insert(args.end(), {"--auth-file", options_.auth_file});
+    return args;
+  }
+
   static inline int counter_ = 0;
   ClusterOptions options_;
   std::filesystem::path dir_;

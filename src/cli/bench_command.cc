@@ -143,6 +143,12 @@ int RunBench(const BenchOptions& o) {
     return 2;
   }
   copts.pool = *pool;
+  auto credentials = ClientCredentials(o.pool.security);
+  if (!credentials.ok()) {
+    fmt::print(stderr, "kvpool bench: {}\n", credentials.status().ToString());
+    return 2;
+  }
+  copts.credentials = *std::move(credentials);
   copts.transfer.allow_shm = !o.no_shm;
   copts.transfer.shm_copy_threads = o.copy_threads;
   // Short leases: a repetition's objects are removed right after they are read, and a removed

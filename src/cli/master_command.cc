@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/security_flags.h"
 #include "cli/shutdown_signal.h"
 #include "master/master_server.h"
 
@@ -49,16 +50,26 @@ std::string MetricsUrl(const master::MasterOptions& options, const master::Maste
 void AddMasterCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("master", "Run the metadata service");
   static master::MasterOptions options;
+  static SecurityFlags security;
   AddMasterOptions(cmd, options);
+  AddServerSecurityFlags(cmd, security);
   cmd->callback([] {
+    auto loaded = ServerSecurity(security);
+    if (!loaded.ok()) {
+      spdlog::error("cannot start the master: {}", loaded.status().ToString());
+      ExitCode() = 2;
+      return;
+    }
+    options.security = *std::move(loaded);
     auto server = master::MasterServer::Start(options);
     if (!server.ok()) {
       spdlog::error("cannot start the master: {}", server.status().ToString());
       ExitCode() = 1;
       return;
     }
-    spdlog::info("kvpool master of part {} listening on {} (metrics: {}{})", options.part, (*server)->address(),
-                 MetricsUrl(options, **server),
+    spdlog::info("kvpool master of part {} listening on {}{}{} (metrics: {}{})", options.part, (*server)->address(),
+                 options.security.tls_cert_pem.empty() ? "" : ", TLS",
+                 options.security.secret ? ", callers must prove the pool's secret" : "", MetricsUrl(options, **server),
                  options.etcd.empty() ? "" : "; campaigning for leadership in etcd " + options.etcd);
     const int sig = WaitForShutdownSignal();
     spdlog::info("signal {}: shutting down", sig);

@@ -45,6 +45,13 @@ std::unique_ptr<client::Client> ConnectOrReport(bool degraded_ok = false) {
     return nullptr;
   }
   options.pool = *pool;
+  auto credentials = ClientCredentials(Common().pool.security);
+  if (!credentials.ok()) {
+    fmt::print(stderr, "kvpool: {}\n", credentials.status().ToString());
+    ExitCode() = 2;
+    return nullptr;
+  }
+  options.credentials = *std::move(credentials);
   options.rpc_timeout = std::chrono::milliseconds(Common().timeout_ms);
   options.transfer_timeout = std::chrono::milliseconds(Common().timeout_ms);
   auto c = client::Client::Connect(options);

@@ -27,6 +27,7 @@ void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_hel
   file->excludes(etcd);
   cmd->add_option("--stage-parts", flags.stage_parts,
                   "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
+  AddClientSecurityFlags(cmd, flags.security);
 }
 
 Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags) {

@@ -6,6 +6,7 @@
 //   --parts N                  how many parts (default 1)
 //   --stage-parts 0,1,...    which part holds each pipeline stage (default: stage mod N)
 // At most one of --master / --pool / --pool-file / --etcd; flags win over the environment.
+// And the credentials to bring (security_flags.h): --auth-file, --tls-ca.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/security_flags.h"
 #include "client/pool_parts.h"
 #include "common/status.h"
 
@@ -21,6 +23,7 @@ namespace kvpool::cli {
 struct PoolFlags {
   std::string master, pool, pool_file, stage_parts, etcd;
   uint32_t parts = 0;  // with --etcd; 0 = not given
+  SecurityFlags security;
 };
 
 // `master_help` describes --master for this subcommand.

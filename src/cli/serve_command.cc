@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/security_flags.h"
 #include "cli/shutdown_signal.h"
 #include "master/master_server.h"
 #include "store/storage_service.h"
@@ -29,7 +30,17 @@ void AddServeCommand(CLI::App& app) {
       ->check(HostPort())->capture_default_str();
   store_group->add_option("--shm-dir", store_options.shm_socket_dir, "folder for the shm unix socket")->capture_default_str();
   store_group->add_flag("!--no-huge-pages", store_options.use_huge_pages, "back the segment with 4K pages only");
+  static SecurityFlags security;
+  AddAuthFileFlag(cmd, security);
   cmd->callback([] {
+    auto secret = LoadAuthFile(security.auth_file);
+    if (!secret.ok()) {
+      spdlog::error("kvpool serve: {}", secret.status().ToString());
+      ExitCode() = 2;
+      return;
+    }
+    master_options.security.secret = *secret;
+    store_options.credentials.secret = *secret;
     auto master = master::MasterServer::Start(master_options);
     if (!master.ok()) {
       spdlog::error("cannot start the master: {}", master.status().ToString());

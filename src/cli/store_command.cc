@@ -51,6 +51,13 @@ void AddStoreCommand(CLI::App& app) {
       ExitCode() = 2;
       return;
     }
+    auto credentials = ClientCredentials(pool_flags.security);
+    if (!credentials.ok()) {
+      spdlog::error("kvpool store: {}", credentials.status().ToString());
+      ExitCode() = 2;
+      return;
+    }
+    options.credentials = *std::move(credentials);
     options.etcd = (*pool)->etcd;
     if (options.etcd.empty()) options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
     auto service = store::StorageService::Start(options);

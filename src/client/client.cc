@@ -52,6 +52,13 @@ bool MayStillBeWriting(const Status& s) {
 constexpr int kPartShift = 48;
 uint64_t EngineSegmentId(uint32_t part, uint64_t id) { return (uint64_t{part} << kPartShift) | id; }
 
+// The transfer engine proves the same secret as the master calls.
+transfer::TransferOptions TransferOptionsOf(const ClientOptions& options) {
+  transfer::TransferOptions transfer = options.transfer;
+  transfer.secret = options.credentials.secret;
+  return transfer;
+}
+
 }  // namespace
 
 struct Client::Impl {
@@ -67,7 +74,7 @@ struct Client::Impl {
   HelperPool checksum_pool;
 
   explicit Impl(const ClientOptions& o)
-      : options(o), engine(o.transfer), checksum_pool(std::max(0, o.checksum_threads - 1)) {}
+      : options(o), engine(TransferOptionsOf(o)), checksum_pool(std::max(0, o.checksum_threads - 1)) {}
 
   std::string Address(uint32_t part) const { return masters->Address(part); }
 
@@ -297,7 +304,7 @@ Client::~Client() = default;
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   KVPOOL_RETURN_IF_ERROR(options.pool.Validate());
   auto impl = std::make_unique<Impl>(options);
-  auto masters = MasterDirectory::Create(options.pool, options.rpc_timeout);
+  auto masters = MasterDirectory::Create(options.pool, options.rpc_timeout, options.credentials);
   if (!masters.ok()) return masters.status();
   impl->masters = *std::move(masters);
 
@@ -312,6 +319,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   const size_t answered = std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.status.ok(); });
   for (const Call& c : calls) {
     if (c.status.ok() || (options.allow_unreachable_parts && answered > 0)) continue;
+    if (c.status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      return Unauthenticated(fmt::format("{}: {}", impl->Address(c.part), c.status.error_message()));
+    }
     return Unavailable(fmt::format(
         "cannot reach {} at {} within {} ms (is `kvpool master{}` or `kvpool serve` running there?): {}",
         single ? "the kvpool master" : fmt::format("the master of part {}", c.part), impl->Address(c.part),

@@ -28,6 +28,7 @@
 
 #include "client/pool_parts.h"
 #include "common/status.h"
+#include "proto/rpc_credentials.h"
 #include "transfer/transfer_engine.h"
 
 namespace kvpool::client {
@@ -44,6 +45,9 @@ struct ClientOptions {
   // Threads that hash one read's values, counting the reading thread: a core hashes values
   // from memory at ~8-15 GB/s, so a fast read needs several.
   int checksum_threads = 4;
+  // The pool's secret (--auth-file), proven to every master and store, and the masters' TLS CA
+  // (--tls-ca). The secret replaces transfer.secret.
+  proto::RpcCredentials credentials;
   transfer::TransferOptions transfer;
 };
 

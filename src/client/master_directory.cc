@@ -4,12 +4,14 @@
 
 #include <thread>
 
+#include "proto/rpc_security.h"
+
 namespace kvpool::client {
 
 // gRPC backs off up to 120 s between reconnects by default; a part whose link came back must
 // be used again within a second. Pings notice a link that died under an open connection, so
 // later calls fail at once instead of each waiting out its deadline.
-std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address, const proto::RpcCredentials& credentials) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);
@@ -20,12 +22,14 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 4000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return proto::SecureChannel(address, args, credentials);
 }
 
 Result<std::unique_ptr<MasterDirectory>> MasterDirectory::Create(const PoolParts& pool,
-                                                                 std::chrono::milliseconds timeout) {
+                                                                 std::chrono::milliseconds timeout,
+                                                                 proto::RpcCredentials credentials) {
   std::unique_ptr<MasterDirectory> directory(new MasterDirectory());
+  directory->credentials_ = std::move(credentials);
   directory->parts_.resize(pool.size());
   if (pool.etcd.empty()) {
     for (uint32_t k = 0; k < pool.size(); ++k) directory->Point(k, pool.masters[k]);
@@ -53,7 +57,7 @@ Result<std::unique_ptr<MasterDirectory>> MasterDirectory::Create(const PoolParts
 }
 
 void MasterDirectory::Point(uint32_t part, const std::string& address) {
-  parts_[part] = {address, std::make_shared<Stub>(MasterChannel(address))};
+  parts_[part] = {address, std::make_shared<Stub>(MasterChannel(address, credentials_))};
 }
 
 std::vector<std::shared_ptr<MasterDirectory::Stub>> MasterDirectory::Stubs() const {

@@ -15,6 +15,7 @@
 #include "client/pool_parts.h"
 #include "etcd/part_leader.h"
 #include "proto/master.grpc.pb.h"
+#include "proto/rpc_credentials.h"
 
 namespace kvpool::client {
 
@@ -23,8 +24,10 @@ class MasterDirectory {
   using Stub = proto::Master::Stub;
 
   // Fixed addresses connect lazily. An elected pool waits up to `timeout` until etcd names a
-  // leader for every part; UNAVAILABLE/NOT_FOUND (naming the part) if it does not.
-  static Result<std::unique_ptr<MasterDirectory>> Create(const PoolParts& pool, std::chrono::milliseconds timeout);
+  // leader for every part; UNAVAILABLE/NOT_FOUND (naming the part) if it does not. Every
+  // channel brings `credentials` (proto/rpc_security.h).
+  static Result<std::unique_ptr<MasterDirectory>> Create(const PoolParts& pool, std::chrono::milliseconds timeout,
+                                                         proto::RpcCredentials credentials = {});
 
   size_t size() const { return parts_.size(); }
   bool follows_leaders() const { return !leaders_.empty(); }
@@ -44,12 +47,13 @@ class MasterDirectory {
   MasterDirectory() = default;
   void Point(uint32_t part, const std::string& address);  // REQUIRES: mu_ held
 
+  proto::RpcCredentials credentials_;
   std::vector<std::unique_ptr<etcd::PartLeader>> leaders_;  // one per part when elected
   mutable std::mutex mu_;
   std::vector<Part> parts_;  // guarded by mu_
 };
 
 // The channel every master call uses (reconnects within a second, pings dead links).
-std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address);
+std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address, const proto::RpcCredentials& credentials);
 
 }  // namespace kvpool::client

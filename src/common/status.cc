@@ -16,6 +16,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kNotReady: return "NOT_READY";
     case StatusCode::kStale: return "STALE";
     case StatusCode::kCorrupt: return "CORRUPT";
+    case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }

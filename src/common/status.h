@@ -26,9 +26,12 @@ enum class StatusCode : int {
   // The bytes read do not match the checksum their writer recorded (common/checksum.h):
   // never used; the caller treats the object as missing.
   kCorrupt = 11,
+  // The peer did not prove it holds the pool's secret (common/shared_secret.h), or asked one
+  // that does not hold it.
+  kUnauthenticated = 12,
 };
 // The highest code: decoders of codes from the wire refuse anything above it.
-inline constexpr StatusCode kHighestStatusCode = StatusCode::kCorrupt;
+inline constexpr StatusCode kHighestStatusCode = StatusCode::kUnauthenticated;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -61,6 +64,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 inline Status NotReady(std::string m) { return {StatusCode::kNotReady, std::move(m)}; }
 inline Status Stale(std::string m) { return {StatusCode::kStale, std::move(m)}; }
 inline Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
+inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
 
 // A value or the Status explaining why there is none. REQUIRES: an error Status is not ok().
 template <typename T>

@@ -17,6 +17,7 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   mo.metrics_listen = "";
   mo.default_lease_ms = options.lease_ms;
   mo.part = options.part;
+  mo.security.secret = options.secret;
   auto master = master::MasterServer::Start(mo);
   if (!master.ok()) return master.status();  // the destructor removes the folder
   pool->master_ = std::move(master).value();
@@ -28,6 +29,7 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   so.shm_socket_dir = pool->dir_.string();
   so.use_huge_pages = options.use_huge_pages;
   so.heartbeat_interval = options.heartbeat_interval;
+  so.credentials.secret = options.secret;
   auto store = store::StorageService::Start(so);
   if (!store.ok()) return store.status();
   pool->store_ = std::move(store).value();

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/shared_secret.h"
 #include "common/status.h"
 
 // Declared only, so that including this header needs no gRPC headers (the Python module is
@@ -30,6 +32,7 @@ struct EmbeddedPoolOptions {
   bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
   std::chrono::milliseconds heartbeat_interval{200};
   uint32_t part = 0;                            // the pool part the master (and its store) serve
+  std::optional<SharedSecret> secret;           // the master and the store ask every caller for it
 };
 
 class EmbeddedPool {

@@ -112,7 +112,7 @@ Result<ControlMessage> ReceiveControl(int fd, ControlDeadline deadline) {
                                        static_cast<int>(header[4]), kControlVersion));
   }
   const auto type = static_cast<uint8_t>(header[5]);
-  if (type < static_cast<uint8_t>(ControlType::kHello) || type > static_cast<uint8_t>(ControlType::kReply)) {
+  if (type < static_cast<uint8_t>(ControlType::kHello) || type > static_cast<uint8_t>(ControlType::kProof)) {
     return InvalidArgument(fmt::format("handoff control: unknown message type {}", type));
   }
   uint16_t code;

@@ -38,6 +38,12 @@ enum class ControlType : uint8_t {
   // receiver -> sender: code, text. Answers kBegin (OK or why not) and kEnd (every piece of
   // this part scattered, or why not).
   kReply = 7,
+  // receiver -> sender, first, from a receiver that holds the pool's secret: a, b = the 16
+  // challenge bytes (handoff_auth.h).
+  kChallenge = 8,
+  // sender -> receiver: a..d = the 32 bytes of its proof. The receiver answers a wrong one
+  // with kReply UNAUTHENTICATED and closes; a good one with its kHello.
+  kProof = 9,
 };
 
 inline constexpr uint32_t kControlMagic = 0x4348564b;  // "KVHC"

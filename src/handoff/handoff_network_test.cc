@@ -94,6 +94,40 @@ TEST_P(HandoffNetworkTest, SendersUseShmOnOneHostAndTcpAcross) {
   EXPECT_EQ((*sender)->transport(), GetParam() ? "tcp" : "shm");
 }
 
+// A receiver holding the pool's secret serves only senders that prove it, on the control
+// socket and on the landing segment's socket; a sender holding it trusts only receivers that
+// ask. Every refusal says so (UNAUTHENTICATED), and the receiver keeps serving.
+TEST_P(HandoffNetworkTest, OnlySendersHoldingThePoolsSecretAreServed) {
+  std::mt19937_64 rng(17);
+  HostScenario s = testing::MakeHostScenario(testing::MakeRandomCase(rng), rng);
+  const auto want = testing::ExpectedDecodePlanes(s);
+  const SharedSecret pool = SharedSecret::FromBytes("the pool's secret, 32 bytes long");
+  HandoffReceiverOptions o = Options();
+  o.secret = pool;
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok()) << receiver.status().ToString();
+
+  HandoffSenderOptions none, other, holder;
+  other.transfer.secret = SharedSecret::FromBytes("another pool's secret, 32 bytes");
+  holder.transfer.secret = pool;
+  for (const HandoffSenderOptions* refused : {&none, &other}) {
+    auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0, *refused);
+    ASSERT_EQ(sender.status().code(), StatusCode::kUnauthenticated) << sender.status().ToString();
+    EXPECT_NE(sender.status().message().find(refused == &none ? "--auth-file" : "another"), std::string::npos)
+        << sender.status().ToString();
+  }
+  // A receiver without the secret is not trusted by a sender that holds it.
+  auto open_receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, Options());
+  ASSERT_TRUE(open_receiver.ok());
+  auto untrusting = HandoffSender::Connect((*open_receiver)->address(), s.c.prefill, s.c.decode, 0, holder);
+  EXPECT_EQ(untrusting.status().code(), StatusCode::kUnauthenticated) << untrusting.status().ToString();
+
+  ASSERT_TRUE((*receiver)->Expect(3, s.c.first_token, s.c.end_token, Targets(s)).ok());
+  for (const Status& st : SendAllRanks((*receiver)->address(), s, 3, holder)) ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE((*receiver)->Wait(3, Clock::now() + 10s).ok());
+  for (size_t d = 0; d < s.decode.size(); ++d) EXPECT_EQ(s.decode[d].planes(), want[d]) << "decode rank " << d;
+}
+
 INSTANTIATE_TEST_SUITE_P(Hosts, HandoffNetworkTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("tcp") : std::string("shm"); });
 

@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "handoff/device_scatter.h"
+#include "handoff/handoff_auth.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_piece.h"
@@ -138,6 +139,7 @@ Result<std::unique_ptr<HandoffReceiver>> HandoffReceiver::Start(PrefillLayout pr
 
   transfer::SegmentServerOptions so;
   so.tcp_listen = options.data_listen;
+  so.secret = options.secret;
   if (!options.shm_socket_dir.empty()) {
     so.shm_socket_path = fmt::format("{}/kvpool-handoff-{:x}.sock", options.shm_socket_dir, impl->segment_id);
   }
@@ -214,7 +216,8 @@ void HandoffReceiver::Impl::Serve(int fd) {
   hello.c = options.max_write_bytes;
   hello.text = fmt::format("{}\n{}\n{}", data_server->tcp_address(), data_server->shm_socket_path(),
                            transfer::LocalHostId());
-  Status status = SendControl(fd, hello, Clock::now() + kReplyTimeout);
+  Status status = options.secret ? DemandSenderProof(fd, *options.secret, Clock::now() + kReplyTimeout) : Status::Ok();
+  if (status.ok()) status = SendControl(fd, hello, Clock::now() + kReplyTimeout);
   while (status.ok()) {
     Result<ControlMessage> m = ReceiveControl(fd, Clock::now() + kIdle);
     if (!m.ok()) {

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_secret.h"
 #include "common/status.h"
 #include "handoff/handoff_layouts.h"
 
@@ -53,6 +54,9 @@ struct HandoffReceiverOptions {
   // A request not ready this long after Expect is failed with TIMEOUT.
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds slot_quarantine{10000};
+  // The pool's secret (--auth-file): every sender must prove it on the control socket
+  // (handoff_auth.h) and on the landing segment's sockets. None: any sender is served.
+  std::optional<SharedSecret> secret;
 };
 
 // Where one DCP rank keeps the request: its cache and the request's block table over the

@@ -13,6 +13,7 @@
 
 #include "common/checksum.h"
 #include "handoff/device_gather.h"
+#include "handoff/handoff_auth.h"
 #include "handoff/handoff_control.h"
 #include "handoff/handoff_copy.h"
 #include "handoff/handoff_copy_cuda.h"
@@ -122,7 +123,10 @@ Result<std::unique_ptr<HandoffSender>> HandoffSender::Connect(const std::string&
   auto fd = ConnectTcp(address, deadline);
   if (!fd.ok()) return fd.status();
   impl->control = std::move(fd).value();
-  auto hello = ReceiveControl(impl->control.get(), deadline);
+  auto hello = ReceiveHello(impl->control.get(), options.transfer.secret, address, deadline);
+  if (hello.status().code() == StatusCode::kUnauthenticated || hello.status().code() == StatusCode::kInvalidArgument) {
+    return hello.status();
+  }
   if (!hello.ok()) return Unavailable(fmt::format("handoff sender: no hello from {}: {}", address, hello.status().ToString()));
   if (hello->type != ControlType::kHello) return InvalidArgument(fmt::format("handoff sender: {} is not a handoff receiver", address));
   // text: "<tcp address>\n<shm socket>\n<host id>"

@@ -30,6 +30,8 @@ namespace kvpool::handoff {
 
 struct HandoffSenderOptions {
   std::chrono::milliseconds connect_timeout{2000};
+  // transfer.secret (the pool's --auth-file) is proven to the receiver's control socket too,
+  // and a receiver that does not ask for it is refused (handoff_auth.h).
   transfer::TransferOptions transfer;
 };
 

@@ -15,6 +15,7 @@
 #include "master/pool_metadata.h"
 #include "master/pool_metrics_text.h"
 #include "master/rpc_metrics.h"
+#include "proto/rpc_security.h"
 
 namespace kvpool::master {
 
@@ -79,7 +80,9 @@ MasterServer::MasterServer(const MasterOptions& options, Clock* clock)
                                      })),
       metrics_(std::make_unique<RpcMetrics>()),
       service_(std::make_unique<MasterService>(active_.get(), metrics_.get(),
-                                               MasterIdentity{options.part, NewMasterId()})) {
+                                               MasterIdentity{options.part, NewMasterId()},
+                                               options.security.secret ? proto::RpcToken(*options.security.secret)
+                                                                       : "")) {
   if (options.etcd.empty()) active_->Set(NewPool());
 }
 
@@ -96,11 +99,13 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
   int requested_port = 0;
   KVPOOL_RETURN_IF_ERROR(SplitHostPort(options.listen, &host, &requested_port));
 
+  auto credentials = proto::ServerCredentialsFor(options.security);
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<MasterServer> server(new MasterServer(options, clock));
 
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(options.listen, *credentials, &bound_port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);

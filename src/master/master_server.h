@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "proto/rpc_credentials.h"
 
 namespace grpc {
 class Server;
@@ -32,8 +33,10 @@ class PoolMetadata;
 class RpcMetrics;
 
 struct MasterOptions {
-  std::string listen = "0.0.0.0:50051";
-  std::string metrics_listen = "0.0.0.0:9464";  // "" disables /metrics and /health
+  // Loopback by default: a master other hosts can reach is a choice (--listen 0.0.0.0:50051),
+  // best made with --auth-file.
+  std::string listen = "127.0.0.1:50051";
+  std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics and /health
   uint32_t part = 0;  // the pool part this master serves; stores of another part are refused
   double high_watermark = 0.90;
   double evict_fraction = 0.05;
@@ -57,6 +60,9 @@ struct MasterOptions {
   // A new leader answers only stores for this long, so that they rejoin (stores beat every
   // second by default and rejoin at their first beat) before clients are answered.
   uint64_t takeover_grace_ms = 1500;
+
+  // The pool's secret every call must prove, and TLS (proto/rpc_security.h).
+  proto::RpcServerSecurity security;
 };
 
 class MasterServer {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proto/lookup_reply.h"
+#include "proto/rpc_security.h"
 #include "proto/status_conversion.h"
 
 namespace kvpool::master {
@@ -75,7 +76,24 @@ void ToProto(const std::vector<Status>& statuses, proto::BatchKeysReply* reply) 
 
 }  // namespace
 
-std::shared_ptr<PoolMetadata> MasterService::Serving(CallKind kind, grpc::Status* status) const {
+grpc::Status MasterService::Admit(const grpc::ServerContext* context) const {
+  if (proto::CallCarriesToken(context, auth_token_)) return grpc::Status::OK;
+  const bool carried = context != nullptr && context->client_metadata().count(proto::kAuthMetadataKey) > 0;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      carried ? fmt::format("master of part {} refused the call: the caller holds another secret "
+                                            "than the pool's",
+                                            identity_.part)
+                              : fmt::format("master of part {} asks for the pool's secret: give this process the "
+                                            "pool's --auth-file",
+                                            identity_.part));
+}
+
+std::shared_ptr<PoolMetadata> MasterService::Serving(const grpc::ServerContext* context, CallKind kind,
+                                                     grpc::Status* status) const {
+  if (grpc::Status admitted = Admit(context); !admitted.ok()) {
+    *status = admitted;
+    return nullptr;
+  }
   std::shared_ptr<PoolMetadata> pool = pool_->Get();
   if (!pool) {
     *status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -101,12 +119,12 @@ std::shared_ptr<PoolMetadata> MasterService::Serving(CallKind kind, grpc::Status
   return pool;
 }
 
-grpc::Status MasterService::MountSegment(grpc::ServerContext*,
+grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
                                          const proto::MountSegmentRequest* request,
                                          proto::MountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kMountSegment, 1);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
   if (!pool) return refused;
   reply->set_heartbeat_ttl_ms(pool->options().heartbeat_ttl_ms);
   reply->set_max_lease_ms(pool->options().max_lease_ms);
@@ -156,7 +174,7 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
                                       proto::PullIndexReply* reply) {
   // Not timed with the other calls: it is a long poll, its latency is how long nothing happened.
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
   if (!pool) return refused;
   auto segment = pool->FindSegment(request->segment_id());
   if (!segment || !segment->journal()) {
@@ -175,22 +193,22 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::UnmountSegment(grpc::ServerContext*,
+grpc::Status MasterService::UnmountSegment(grpc::ServerContext* context,
                                            const proto::UnmountSegmentRequest* request,
                                            proto::UnmountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kUnmountSegment, 1);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
   if (!pool) return refused;
   SetStatus(pool->UnmountSegment(request->segment_id()), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::Heartbeat(grpc::ServerContext*, const proto::HeartbeatRequest* request,
+grpc::Status MasterService::Heartbeat(grpc::ServerContext* context, const proto::HeartbeatRequest* request,
                                       proto::HeartbeatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kHeartbeat, request->segment_ids_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
   if (!pool) return refused;
   if (request->store_id().empty()) {
     SetStatus(InvalidArgument("Heartbeat: store_id is empty"), reply);
@@ -204,12 +222,12 @@ grpc::Status MasterService::Heartbeat(grpc::ServerContext*, const proto::Heartbe
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
+grpc::Status MasterService::BatchPutStart(grpc::ServerContext* context,
                                           const proto::BatchPutStartRequest* request,
                                           proto::BatchPutStartReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutStart, request->items_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
   if (!pool) return refused;
   std::vector<PutStartItem> items;
   items.reserve(request->items_size());
@@ -233,33 +251,33 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchPutEnd(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+grpc::Status MasterService::BatchPutEnd(grpc::ServerContext* context, const proto::BatchKeysRequest* request,
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutEnd, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kFinish, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused);
   if (!pool) return refused;
   ToProto(pool->BatchPutEnd(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchPutRevoke(grpc::ServerContext*,
+grpc::Status MasterService::BatchPutRevoke(grpc::ServerContext* context,
                                            const proto::BatchKeysRequest* request,
                                            proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutRevoke, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kFinish, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused);
   if (!pool) return refused;
   ToProto(pool->BatchPutRevoke(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
+grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext* context,
                                              const proto::BatchGetReplicasRequest* request,
                                              proto::BatchGetReplicasReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchGetReplicas, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
   if (!pool) return refused;
   BatchGetResult got = pool->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
   LookupReplyWriter out(reply, got.results.size());
@@ -280,31 +298,31 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchExists(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+grpc::Status MasterService::BatchExists(grpc::ServerContext* context, const proto::BatchKeysRequest* request,
                                         proto::BatchExistsReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchExists, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
   if (!pool) return refused;
   pool->BatchExists(KeyViews(request->keys()), reply->mutable_exists());
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::BatchRemove(grpc::ServerContext*, const proto::BatchKeysRequest* request,
+grpc::Status MasterService::BatchRemove(grpc::ServerContext* context, const proto::BatchKeysRequest* request,
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchRemove, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kClientWork, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
   if (!pool) return refused;
   ToProto(pool->BatchRemove(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*,
+grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::StatRequest*,
                                  proto::StatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kStat, 0);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(CallKind::kStore, &refused);
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
   if (!pool) return refused;
   PoolStats stats = pool->Stat();
   reply->set_objects(stats.objects);
@@ -324,9 +342,10 @@ grpc::Status MasterService::Stat(grpc::ServerContext*, const proto::StatRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status MasterService::Describe(grpc::ServerContext*, const proto::DescribeRequest*,
+grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::DescribeRequest*,
                                      proto::DescribeReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kDescribe, 0);
+  if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
   reply->set_master_id(identity_.master_id);
   reply->set_part(identity_.part);
   return grpc::Status::OK;

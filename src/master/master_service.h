@@ -33,11 +33,16 @@ class MasterService final : public proto::Master::Service {
   // bounded by half the time left to the call's deadline).
   static constexpr std::chrono::milliseconds kIndexPollWait{500};
 
-  // REQUIRES: `pool` and `metrics` outlive the service. `index_poll_wait`: kIndexPollWait but
-  // in tests and the fuzzer, which call the handlers without a deadline.
-  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity,
+  // REQUIRES: `pool` and `metrics` outlive the service. `auth_token`: what every call must
+  // carry (proto::RpcToken of the pool's secret; "" answers anyone). `index_poll_wait`:
+  // kIndexPollWait but in tests and the fuzzer, which call the handlers without a deadline.
+  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity, std::string auth_token = "",
                 std::chrono::milliseconds index_poll_wait = kIndexPollWait)
-      : pool_(pool), metrics_(metrics), identity_(std::move(identity)), index_poll_wait_(index_poll_wait) {}
+      : pool_(pool),
+        metrics_(metrics),
+        identity_(std::move(identity)),
+        auth_token_(std::move(auth_token)),
+        index_poll_wait_(index_poll_wait) {}
 
   // A leader handing over: refuse new client work (puts, reads, removals) while the stores
   // catch up with their journals; puts already started may still end.
@@ -77,15 +82,18 @@ class MasterService final : public proto::Master::Service {
     kFinish,      // ends what a client started (PutEnd, PutRevoke): also while handing over
     kClientWork,  // new client work: neither while handing over nor while stores rejoin
   };
-  // The pool to serve a call with; null (and `*status` set) when this master does not lead
-  // or the call must wait (see CallKind).
-  std::shared_ptr<PoolMetadata> Serving(CallKind kind, grpc::Status* status) const;
+  // The pool to serve a call with; null (and `*status` set) when the caller did not prove the
+  // pool's secret (UNAUTHENTICATED), this master does not lead or the call must wait (see CallKind).
+  std::shared_ptr<PoolMetadata> Serving(const grpc::ServerContext* context, CallKind kind, grpc::Status* status) const;
+  // UNAUTHENTICATED unless the call carries auth_token_.
+  grpc::Status Admit(const grpc::ServerContext* context) const;
 
   const ActivePool* const pool_;
   std::atomic<bool> refuse_new_work_{false};
   std::atomic<int64_t> stores_only_until_ns_{0};  // steady clock
   RpcMetrics* const metrics_;
   const MasterIdentity identity_;
+  const std::string auth_token_;
   const std::chrono::milliseconds index_poll_wait_;
 };
 

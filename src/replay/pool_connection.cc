@@ -38,10 +38,12 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
   return p;
 }
 
-Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool) {
+Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool,
+                                                               proto::RpcCredentials credentials) {
   std::unique_ptr<PoolConnection> p(new PoolConnection());
   client::ClientOptions co;
   co.pool = pool;
+  co.credentials = std::move(credentials);
   auto client = client::Client::Connect(co);
   if (!client.ok()) return client.status();
   p->client_ = std::move(client).value();

@@ -23,7 +23,8 @@ class PoolConnection {
   // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
   // huge pages needed).
   static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1);
-  static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool);
+  static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
+                                                         proto::RpcCredentials credentials = {});
   ~PoolConnection();
   PoolConnection(const PoolConnection&) = delete;
   PoolConnection& operator=(const PoolConnection&) = delete;

@@ -12,6 +12,7 @@
 #include "engine/cost_model.h"
 #include "engine/model_geometry.h"
 #include "engine/topology.h"
+#include "proto/rpc_credentials.h"
 #include "replay/replay_driver.h"
 #include "replay/replay_metrics.h"
 #include "trace/trace.h"
@@ -45,6 +46,8 @@ struct ReplayRunOptions {
   std::optional<client::PoolParts> pool;  // nullopt = embedded pool(s) sized by geometry and topology
   // A split pool on existing pools: one per server, in server order (empty: embedded ones).
   std::vector<client::PoolParts> server_pools;
+  // What the replay brings to existing pools (--auth-file, --tls-ca); embedded pools need none.
+  proto::RpcCredentials credentials;
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;

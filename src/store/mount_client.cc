@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "proto/rpc_security.h"
 #include "proto/status_conversion.h"
 
 namespace kvpool::store {
@@ -23,8 +24,8 @@ Status ReplyStatus(proto::Code code, const std::string& message, std::string_vie
 
 // gRPC backs off up to 120 s between reconnects by default; a store would then miss its
 // heartbeat ttl long after the master is back. Retry about as often as we beat.
-std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address,
-                                             std::chrono::milliseconds rpc_timeout) {
+std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address, std::chrono::milliseconds rpc_timeout,
+                                             const proto::RpcCredentials& credentials) {
   grpc::ChannelArguments args;
   const int max_backoff_ms = static_cast<int>(std::clamp<int64_t>(rpc_timeout.count(), 100, 1000));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -33,7 +34,7 @@ std::shared_ptr<grpc::Channel> MasterChannel(const std::string& address,
   // A rejoin carries the segment's whole index; index pulls carry thousands of keys.
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return proto::SecureChannel(address, args, credentials);
 }
 
 }  // namespace
@@ -47,14 +48,14 @@ std::unique_ptr<etcd::PartLeader> LeaderOf(const std::string& etcd, uint32_t par
 }
 
 MountClient::MountClient(std::string master_address, std::string etcd, uint32_t part,
-                         std::chrono::milliseconds rpc_timeout)
-    : part_(part), rpc_timeout_(rpc_timeout), leader_(LeaderOf(etcd, part)) {
+                         std::chrono::milliseconds rpc_timeout, proto::RpcCredentials credentials)
+    : part_(part), rpc_timeout_(rpc_timeout), credentials_(std::move(credentials)), leader_(LeaderOf(etcd, part)) {
   if (!master_address.empty()) Point(master_address);
 }
 
 void MountClient::Point(const std::string& address) {
   address_ = address;
-  stub_ = proto::Master::NewStub(MasterChannel(address, rpc_timeout_));
+  stub_ = proto::Master::NewStub(MasterChannel(address, rpc_timeout_, credentials_));
 }
 
 std::string MountClient::master_address() const {

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "etcd/part_leader.h"
 #include "proto/master.grpc.pb.h"
+#include "proto/rpc_credentials.h"
 
 namespace kvpool::store {
 
@@ -32,7 +33,9 @@ class MountClient {
   // Connects lazily; nothing is sent until the first call. `part`: the pool part this store
   // joins (a master of another part refuses the mount). With `etcd` endpoints (and no
   // address), the master is whichever leads the part's election (etcd/part_leader.h).
-  MountClient(std::string master_address, std::string etcd, uint32_t part, std::chrono::milliseconds rpc_timeout);
+  // `credentials`: the pool's secret and TLS CA, brought to every master it calls.
+  MountClient(std::string master_address, std::string etcd, uint32_t part, std::chrono::milliseconds rpc_timeout,
+              proto::RpcCredentials credentials = {});
   MountClient(const MountClient&) = delete;
   MountClient& operator=(const MountClient&) = delete;
 
@@ -99,6 +102,7 @@ class MountClient {
 
   const uint32_t part_;
   const std::chrono::milliseconds rpc_timeout_;
+  const proto::RpcCredentials credentials_;
   const std::unique_ptr<etcd::PartLeader> leader_;  // null: a fixed master address
 
   mutable std::mutex mu_;

@@ -124,6 +124,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   server_options.shm_socket_path =
       fmt::format("{}/kvpool-{}.sock", options.shm_socket_dir, service->store_id_);
   server_options.io_threads = options.io_threads;
+  server_options.secret = options.credentials.secret;
   auto server = transfer::SegmentServer::Start(server_options);
   if (!server.ok()) {
     return Status(server.status().code(), fmt::format("cannot start the segment server: {}",
@@ -142,7 +143,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   endpoint.set_size(service->memory_->size());
 
   service->master_ = std::make_unique<MountClient>(options.master_address, options.etcd, options.part,
-                                                 options.rpc_timeout);
+                                                 options.rpc_timeout, options.credentials);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "proto/rpc_credentials.h"
 #include "store/mount_client.h"
 #include "store/segment_index.h"
 #include "store/segment_memory.h"
@@ -44,7 +45,7 @@ struct StorageOptions {
   std::string etcd;
   uint32_t part = 0;           // the pool part it joins: master_address must be that part's master
   uint64_t memory_bytes = 0;   // segment size. REQUIRES: > 0
-  std::string tcp_listen = "0.0.0.0:0";
+  std::string tcp_listen = "127.0.0.1:0";  // loopback by default; another host's clients need e.g. 0.0.0.0:0
   // Host that clients use to reach tcp_listen. "" => the listen host, or 127.0.0.1 if that
   // is a wildcard (0.0.0.0 / ::), which only suits single-host pools.
   std::string advertise_host;
@@ -60,6 +61,9 @@ struct StorageOptions {
   bool keep_index = true;
   // A rejoin sends the whole index (1M objects are ~100 MB); it may take this long.
   std::chrono::milliseconds rejoin_timeout{30000};
+  // The pool's secret (proven to the master, and demanded of every client of the segment's
+  // tcp and shm sockets) and the master's TLS CA.
+  proto::RpcCredentials credentials;
 };
 
 class StorageService {

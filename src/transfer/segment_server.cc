@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "transfer/access_gate.h"
+#include "transfer/auth_handshake.h"
 #include "transfer/event_loop.h"
 #include "transfer/shm_protocol.h"
 #include "transfer/socket_util.h"
@@ -93,15 +95,19 @@ class ServerConnection;
 using ConnectionRegistry = std::vector<std::shared_ptr<ServerConnection>>;
 
 // Serves one client connection: one request at a time, in order. Write payloads are received
-// straight into segment memory and read payloads sent straight from it.
+// straight into segment memory and read payloads sent straight from it. With a secret, the
+// connection first sends a challenge and reads the client's proof (auth_handshake.h); a wrong
+// proof closes it before any request is read.
 class ServerConnection final : public EventLoop::Handler,
                                public std::enable_shared_from_this<ServerConnection> {
  public:
   ServerConnection(EventLoop* loop, std::shared_ptr<ConnectionRegistry> registry,
-                   std::shared_ptr<SegmentTable> table, UniqueFd fd, std::string peer)
+                   std::shared_ptr<SegmentTable> table, std::shared_ptr<const SharedSecret> secret, UniqueFd fd,
+                   std::string peer)
       : loop_(loop),
         registry_(std::move(registry)),
         table_(std::move(table)),
+        secret_(std::move(secret)),
         fd_(std::move(fd)),
         peer_(std::move(peer)),
         rx_(kReadAheadBytes) {}
@@ -109,6 +115,12 @@ class ServerConnection final : public EventLoop::Handler,
   void Register() {
     registry_->push_back(shared_from_this());
     interest_ = EPOLLIN;
+    if (secret_) {
+      challenge_ = SharedSecret::NewChallenge();
+      EncodeChallenge(challenge_, challenge_bytes_);
+      phase_ = Phase::kChallenge;
+      interest_ = EPOLLOUT;
+    }
     loop_->Add(fd_.get(), interest_, this);
   }
 
@@ -118,13 +130,16 @@ class ServerConnection final : public EventLoop::Handler,
   }
 
  private:
-  enum class Phase { kHeader, kWritePayload, kDiscardPayload, kRespond };
+  enum class Phase { kChallenge, kProof, kRefused, kHeader, kWritePayload, kDiscardPayload, kRespond };
 
   void Pump() {
     for (int step = 0; step < kMaxStepsPerEvent; ++step) {
       if (!fd_.valid()) return;
       bool progressed = false;
       switch (phase_) {
+        case Phase::kChallenge: progressed = SendChallenge(); break;
+        case Phase::kProof: progressed = ReadProof(); break;
+        case Phase::kRefused: progressed = DrainRefused(); break;
         case Phase::kHeader: progressed = ReadHeader(); break;
         case Phase::kWritePayload:
         case Phase::kDiscardPayload: progressed = ReadPayload(); break;
@@ -134,6 +149,68 @@ class ServerConnection final : public EventLoop::Handler,
     }
     // Out of steps with work possibly buffered in rx_, which epoll cannot see: come back.
     loop_->Post([self = shared_from_this()] { self->Pump(); });
+  }
+
+  bool SendChallenge() {
+    const ssize_t n = ::send(fd_.get(), challenge_bytes_ + challenge_sent_, kChallengeSize - challenge_sent_,
+                             MSG_NOSIGNAL);
+    if (n > 0) {
+      challenge_sent_ += static_cast<size_t>(n);
+      if (challenge_sent_ == kChallengeSize) {
+        phase_ = Phase::kProof;
+        SetInterest(EPOLLIN);
+      }
+      return true;
+    }
+    if (n < 0 && WouldBlock(errno)) return false;
+    if (n < 0 && errno == EINTR) return true;
+    Close();
+    return false;
+  }
+
+  bool ReadProof() {
+    if (rx_len_ >= kProofSize) {
+      if (!CheckProof(*secret_, kTcpPurpose, challenge_, rx_.data())) {
+        spdlog::warn("segment server: refused {}: it did not prove it holds the pool's secret", peer_);
+        // Says why (best effort: the verdict, UNAUTHENTICATED), then reads what the client
+        // sent on until it closes: closing on unread bytes would reset the connection, and the
+        // client would never read the challenge or the verdict that tell it why.
+        ResponseHeader refusal;
+        refusal.status = StatusCode::kUnauthenticated;
+        EncodeResponseHeader(refusal, response_);
+        (void)::send(fd_.get(), response_, ResponseHeader::kSize, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(fd_.get(), SHUT_WR);
+        rx_len_ = 0;
+        phase_ = Phase::kRefused;
+        return true;
+      }
+      Consume(kProofSize);
+      request_ = RequestHeader{};  // the verdict answers request id 0
+      StartResponse(StatusCode::kOk, 0);
+      return true;
+    }
+    const ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, rx_.size() - rx_len_, 0);
+    if (n > 0) {
+      rx_len_ += static_cast<size_t>(n);
+      return true;
+    }
+    if (n == 0) {
+      Close();  // a client without the secret gave up at the challenge
+      return false;
+    }
+    return HandleRecvError();
+  }
+
+  bool DrainRefused() {
+    const ssize_t n = ::recv(fd_.get(), DiscardBuffer(), kDiscardBytes, 0);
+    if (n > 0) {
+      payload_done_ += static_cast<uint64_t>(n);
+      if (payload_done_ <= kMaxFramePayload) return true;
+    } else if (n < 0) {
+      return HandleRecvError();
+    }
+    Close();  // the client closed, or sent more than any frame may carry
+    return false;
   }
 
   // Returns true when the caller should keep pumping.
@@ -325,8 +402,12 @@ class ServerConnection final : public EventLoop::Handler,
   EventLoop* const loop_;
   const std::shared_ptr<ConnectionRegistry> registry_;
   const std::shared_ptr<SegmentTable> table_;
+  const std::shared_ptr<const SharedSecret> secret_;  // null: no proof asked
   UniqueFd fd_;
   const std::string peer_;
+  SharedSecret::Challenge challenge_{};
+  uint8_t challenge_bytes_[kChallengeSize] = {};
+  size_t challenge_sent_ = 0;
   uint32_t interest_ = 0;
   std::vector<uint8_t> rx_;
   size_t rx_len_ = 0;
@@ -349,10 +430,11 @@ struct ServerLoop {
 class Acceptor final : public EventLoop::Handler {
  public:
   Acceptor(UniqueFd listener, std::vector<ServerLoop>* loops, std::shared_ptr<SegmentTable> table,
-           int send_buffer_bytes, int receive_buffer_bytes)
+           std::shared_ptr<const SharedSecret> secret, int send_buffer_bytes, int receive_buffer_bytes)
       : listener_(std::move(listener)),
         loops_(loops),
         table_(std::move(table)),
+        secret_(std::move(secret)),
         send_buffer_bytes_(send_buffer_bytes),
         receive_buffer_bytes_(receive_buffer_bytes) {}
 
@@ -372,8 +454,8 @@ class Acceptor final : public EventLoop::Handler {
       SetTcpDataOptions(fd, send_buffer_bytes_, receive_buffer_bytes_);
       ServerLoop& target = (*loops_)[next_++ % loops_->size()];
       auto owned = std::make_shared<UniqueFd>(fd);
-      target.loop->Post([owned, &target, table = table_, peer = FormatSocketAddress(from)] {
-        auto conn = std::make_shared<ServerConnection>(target.loop.get(), target.registry, table,
+      target.loop->Post([owned, &target, table = table_, secret = secret_, peer = FormatSocketAddress(from)] {
+        auto conn = std::make_shared<ServerConnection>(target.loop.get(), target.registry, table, secret,
                                                        std::move(*owned), peer);
         conn->Register();
       });
@@ -384,6 +466,7 @@ class Acceptor final : public EventLoop::Handler {
   UniqueFd listener_;
   std::vector<ServerLoop>* loops_;
   std::shared_ptr<SegmentTable> table_;
+  const std::shared_ptr<const SharedSecret> secret_;
   const int send_buffer_bytes_;
   const int receive_buffer_bytes_;
   size_t next_ = 0;
@@ -392,7 +475,9 @@ class Acceptor final : public EventLoop::Handler {
 class SegmentServerImpl final : public SegmentServer {
  public:
   explicit SegmentServerImpl(const SegmentServerOptions& options)
-      : options_(options), table_(std::make_shared<SegmentTable>()) {}
+      : options_(options),
+        table_(std::make_shared<SegmentTable>()),
+        secret_(options.secret ? std::make_shared<const SharedSecret>(*options.secret) : nullptr) {}
   ~SegmentServerImpl() override { Stop(); }
 
   Status Init() {
@@ -454,7 +539,7 @@ class SegmentServerImpl final : public SegmentServer {
                                                     std::chrono::milliseconds(100), nullptr),
                         std::make_shared<ConnectionRegistry>()});
     }
-    acceptor_ = std::make_unique<Acceptor>(std::move(fd), &loops_, table_, options_.send_buffer_bytes,
+    acceptor_ = std::make_unique<Acceptor>(std::move(fd), &loops_, table_, secret_, options_.send_buffer_bytes,
                                            options_.receive_buffer_bytes);
     Acceptor* acceptor = acceptor_.get();
     EventLoop* first = loops_[0].loop.get();
@@ -494,6 +579,15 @@ class SegmentServerImpl final : public SegmentServer {
       timeval tv{1, 0};  // a silent client must not hold this thread
       ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+      if (secret_) {
+        Status admitted = AdmitShmPeer(conn.get());
+        if (!admitted.ok()) {
+          spdlog::warn("segment server: shm socket {}: refused a client: {}", options_.shm_socket_path,
+                       admitted.message());
+          (void)SendShmReply(conn.get(), StatusCode::kUnauthenticated, 0, 0, -1, -1);
+          continue;
+        }
+      }
       uint64_t segment_id = 0;
       Status request = ReadShmRequest(conn.get(), &segment_id);
       if (!request.ok()) {
@@ -510,6 +604,21 @@ class SegmentServerImpl final : public SegmentServer {
       }
       if (!sent.ok()) spdlog::debug("segment server: shm reply: {}", sent.message());
     }
+  }
+
+  // A same-host client gets the segment's memory itself: it must run as this process's user
+  // (or root), and prove the pool's secret.
+  Status AdmitShmPeer(int fd) {
+    ucred peer{};
+    socklen_t length = sizeof(peer);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+      return ErrnoStatus(StatusCode::kUnauthenticated, "SO_PEERCRED", errno);
+    }
+    if (peer.uid != ::getuid() && peer.uid != 0) {
+      return Unauthenticated(fmt::format("process {} runs as uid {}, this store as uid {}", peer.pid, peer.uid, ::getuid()));
+    }
+    return DemandProof(fd, *secret_, kShmPurpose, fmt::format("process {}", peer.pid),
+                       std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
 
   // Gives the entry its own memfd reference and a served-flag page. On failure the segment
@@ -537,6 +646,7 @@ class SegmentServerImpl final : public SegmentServer {
 
   const SegmentServerOptions options_;
   const std::shared_ptr<SegmentTable> table_;
+  const std::shared_ptr<const SharedSecret> secret_;  // null: no proof asked
   std::atomic<bool> stopped_{false};
   std::string tcp_address_;
   std::vector<ServerLoop> loops_;

@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/shared_secret.h"
 #include "common/status.h"
 
 namespace kvpool::transfer {
@@ -29,6 +31,10 @@ struct SegmentServerOptions {
   // SO_SNDBUF / SO_RCVBUF of accepted sockets; 0 leaves the kernel's autotuning.
   int send_buffer_bytes = 0;
   int receive_buffer_bytes = 0;
+  // The pool's secret (--auth-file): every tcp and shm connection must prove it before its
+  // first request (auth_handshake.h), and a same-host client must run as this process's user
+  // (or root). None: anyone who reaches the sockets is served.
+  std::optional<SharedSecret> secret;
 };
 
 class SegmentServer {

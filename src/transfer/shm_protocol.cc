@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "transfer/auth_handshake.h"
 #include "transfer/socket_util.h"
 #include "transfer/wire_bytes.h"
 
@@ -40,7 +41,7 @@ void SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
 }  // namespace
 
 Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segment_id,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout, const SharedSecret* secret) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
@@ -52,6 +53,10 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
   SetIoTimeout(sock.get(), timeout);
   if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoStatus(StatusCode::kUnavailable, fmt::format("connect {}", socket_path), errno);
+  }
+  if (secret != nullptr) {
+    KVPOOL_RETURN_IF_ERROR(ProveSecret(sock.get(), *secret, kShmPurpose, fmt::format("store at {}", socket_path),
+                                       std::chrono::steady_clock::now() + timeout));
   }
 
   uint8_t request[kShmRequestSize] = {};
@@ -94,6 +99,10 @@ Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer
       grant.flag_fd.Reset(fds[1]);
     }
   }
+  if (n >= 4 && StartsLikeChallenge(reply)) {
+    return Unauthenticated(fmt::format("store at {} asks for the pool's secret: give this process the pool's --auth-file",
+                                       peer));
+  }
   if (n != static_cast<ssize_t>(kShmReplySize) || GetField<uint32_t>(reply, 0) != kShmMagic ||
       reply[4] != kShmVersion || (msg.msg_flags & MSG_CTRUNC)) {
     return Internal(fmt::format("malformed shm reply from {}", peer));
@@ -103,6 +112,11 @@ Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer
     return Internal(fmt::format("malformed shm reply from {}: unknown status code {}", peer, code));
   }
   const auto status = static_cast<StatusCode>(code);
+  if (status == StatusCode::kUnauthenticated) {
+    return Unauthenticated(fmt::format("store at {} refused this process: another user, or another secret in its "
+                                       "--auth-file",
+                                       peer));
+  }
   if (status != StatusCode::kOk) {
     return Status(status, fmt::format("store at {} does not serve segment {}", peer, segment_id));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/shared_secret.h"
 #include "common/status.h"
 #include "transfer/unique_fd.h"
 
@@ -41,10 +42,12 @@ struct ShmGrant {
   uint64_t size = 0;
 };
 
-// Client side: one request/reply exchange. STALE if the store does not serve the id;
-// UNAVAILABLE if the socket does not answer within `timeout`.
+// Client side: one request/reply exchange, after proving `secret` when there is one
+// (auth_handshake.h). STALE if the store does not serve the id; UNAVAILABLE if the socket
+// does not answer within `timeout`; UNAUTHENTICATED if the store asks for a secret we lack,
+// refuses ours, or does not ask while we hold one.
 Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segment_id,
-                                 std::chrono::milliseconds timeout);
+                                 std::chrono::milliseconds timeout, const SharedSecret* secret);
 // Client side: reads the store's reply to a request for `segment_id` from a connected socket,
 // with the fds it passes; `peer` names the store in messages. The store's code when it does not
 // serve the id; INTERNAL for a reply that is not one: never a grant without both fds, nor one

@@ -136,7 +136,8 @@ class ShmChannel final : public SegmentChannel {
     if (mapping_ && mapping_->served()) return mapping_;
     if (mapping_) {
       mapping_.reset();
-      auto grant = RequestShmGrant(endpoint_.shm_socket, endpoint_.served_id(), options_.connect_timeout);
+      auto grant = RequestShmGrant(endpoint_.shm_socket, endpoint_.served_id(), options_.connect_timeout,
+                                   options_.secret ? &*options_.secret : nullptr);
       if (grant.ok()) {
         auto remapped = ShmMapping::Map(endpoint_.served_id(), *grant, options_.shm_prefault_mapping);
         if (remapped.ok()) {
@@ -162,7 +163,8 @@ ShmTransport::ShmTransport(const TransferOptions& options)
     : options_(options), pool_(std::make_shared<HelperPool>(std::max(0, options.shm_copy_threads - 1))) {}
 
 Result<std::shared_ptr<SegmentChannel>> ShmTransport::Open(const SegmentEndpoint& endpoint) {
-  auto grant = RequestShmGrant(endpoint.shm_socket, endpoint.served_id(), options_.connect_timeout);
+  auto grant = RequestShmGrant(endpoint.shm_socket, endpoint.served_id(), options_.connect_timeout,
+                               options_.secret ? &*options_.secret : nullptr);
   if (!grant.ok()) return grant.status();
   auto mapping = ShmMapping::Map(endpoint.served_id(), *grant, options_.shm_prefault_mapping);
   if (!mapping.ok()) return mapping.status();

@@ -99,7 +99,7 @@ void TcpConnection::Connect() {
   }
   SetTcpDataOptions(fd_.get(), options_.send_buffer_bytes, options_.receive_buffer_bytes);
   if (::connect(fd_.get(), address_.get(), address_.length) == 0) {
-    connecting_ = false;
+    Connected();
   } else if (errno == EINPROGRESS) {
     connecting_ = true;
   } else {
@@ -110,6 +110,69 @@ void TcpConnection::Connect() {
   loop_->Add(fd_.get(), interest_, this);
   TakeIncoming();
   SendSome();
+}
+
+void TcpConnection::Connected() {
+  connecting_ = false;
+  awaiting_challenge_ = options_.secret.has_value();
+  last_progress_ = std::chrono::steady_clock::now();
+}
+
+bool TcpConnection::ReceiveChallenge() {
+  while (rx_len_ < kChallengeSize) {
+    const ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, kChallengeSize - rx_len_, 0);
+    if (n > 0) {
+      rx_len_ += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && WouldBlock(errno)) return true;
+    if (n < 0 && errno == EINTR) continue;
+    Close(Unauthenticated(fmt::format("{} closed the connection instead of asking for the pool's secret", peer_)));
+    return false;
+  }
+  SharedSecret::Challenge challenge;
+  if (!DecodeChallenge(rx_.data(), &challenge).ok()) {
+    Close(Unauthenticated(fmt::format("{} did not ask for the pool's secret (is it running without --auth-file?)", peer_)));
+    return false;
+  }
+  rx_len_ = 0;
+  EncodeProof(*options_.secret, kTcpPurpose, challenge, proof_);
+  proof_left_ = kProofSize;
+  awaiting_challenge_ = false;
+  awaiting_verdict_ = true;
+  last_progress_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+bool TcpConnection::ReceiveVerdict() {
+  while (rx_len_ < ResponseHeader::kSize) {
+    const ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, ResponseHeader::kSize - rx_len_, 0);
+    if (n > 0) {
+      rx_len_ += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && WouldBlock(errno)) return true;
+    if (n < 0 && errno == EINTR) continue;
+    Close(Unauthenticated(fmt::format("{} closed the connection after this process's proof of the pool's secret",
+                                      peer_)));
+    return false;
+  }
+  ResponseHeader h;
+  const Status decoded = DecodeResponseHeader(rx_.data(), &h);
+  rx_len_ = 0;
+  if (!decoded.ok() || h.request_id != 0 || h.length != 0) {
+    Close(Unavailable(fmt::format("{} answered the proof of the pool's secret with something else", peer_)));
+    return false;
+  }
+  if (h.status != StatusCode::kOk) {
+    Close(Unauthenticated(fmt::format("{} refused this process's proof of the pool's secret (its --auth-file "
+                                      "holds another secret)",
+                                      peer_)));
+    return false;
+  }
+  awaiting_verdict_ = false;
+  last_progress_ = std::chrono::steady_clock::now();
+  return true;
 }
 
 void TcpConnection::TakeIncoming() {
@@ -126,7 +189,23 @@ void TcpConnection::TakeIncoming() {
 }
 
 void TcpConnection::SendSome() {
-  if (!fd_.valid() || connecting_) return;
+  if (!fd_.valid() || connecting_ || awaiting_challenge_) return;
+  while (proof_left_ > 0) {
+    const ssize_t n = ::send(fd_.get(), proof_ + kProofSize - proof_left_, proof_left_, MSG_NOSIGNAL);
+    if (n > 0) {
+      proof_left_ -= static_cast<size_t>(n);
+    } else if (n < 0 && WouldBlock(errno)) {
+      UpdateInterest();
+      return;
+    } else if (!(n < 0 && errno == EINTR)) {
+      Close(ErrnoStatus(StatusCode::kUnavailable, fmt::format("send to {}", peer_), errno));
+      return;
+    }
+  }
+  if (awaiting_verdict_) {
+    UpdateInterest();
+    return;
+  }
   for (int step = 0; step < kMaxStepsPerEvent && !sending_.empty(); ++step) {
     // Frames whose batch was given up before any byte left are simply not sent.
     while (!sending_.empty() && front_sent_ == 0 && sending_.front().batch->buffers().closed()) {
@@ -197,6 +276,8 @@ void TcpConnection::ReceiveSome() {
   // at 0.6 instead of 4 GB/s). The kernel clears QUICKACK by itself, so re-arm it per event.
   int one = 1;
   ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+  if (awaiting_challenge_ && (!ReceiveChallenge() || awaiting_challenge_)) return;
+  if (awaiting_verdict_ && (!ReceiveVerdict() || awaiting_verdict_)) return;
   for (int step = 0; step < kMaxStepsPerEvent && fd_.valid(); ++step) {
     ssize_t n;
     if (payload_left_ > 0) {
@@ -238,6 +319,10 @@ bool TcpConnection::ConsumeBufferedResponses() {
   while (payload_left_ == 0 && rx_len_ - pos >= ResponseHeader::kSize) {
     ResponseHeader h;
     Status decoded = DecodeResponseHeader(rx_.data() + pos, &h);
+    if (!decoded.ok() && StartsLikeChallenge(rx_.data() + pos)) {
+      Close(Unauthenticated(fmt::format("{} asks for the pool's secret: give this process the pool's --auth-file", peer_)));
+      return false;
+    }
     if (!decoded.ok()) {
       Close(Unavailable(fmt::format("malformed response from {}: {}", peer_, decoded.message())));
       return false;
@@ -309,7 +394,7 @@ void TcpConnection::Fail(OutgoingFrame& f, const Status& why) {
 
 void TcpConnection::UpdateInterest() {
   if (!fd_.valid()) return;
-  uint32_t wanted = EPOLLIN | ((connecting_ || !sending_.empty()) ? uint32_t{EPOLLOUT} : 0u);
+  uint32_t wanted = EPOLLIN | ((connecting_ || proof_left_ > 0 || !sending_.empty()) ? uint32_t{EPOLLOUT} : 0u);
   if (wanted != interest_) {
     interest_ = wanted;
     loop_->Modify(fd_.get(), interest_, this);
@@ -328,8 +413,7 @@ void TcpConnection::OnEvents(uint32_t events) {
       Close(ErrnoStatus(StatusCode::kUnavailable, fmt::format("connect {}", peer_), err != 0 ? err : ECONNREFUSED));
       return;
     }
-    connecting_ = false;
-    last_progress_ = std::chrono::steady_clock::now();
+    Connected();
   }
   if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) ReceiveSome();
   SendSome();
@@ -339,6 +423,13 @@ void TcpConnection::OnTick(std::chrono::steady_clock::time_point now) {
   if (!fd_.valid()) return;
   if (connecting_ && now - connect_started_ > options_.connect_timeout) {
     Close(Unavailable(fmt::format("connect to {} timed out after {} ms", peer_, options_.connect_timeout.count())));
+  } else if ((awaiting_challenge_ || awaiting_verdict_) && now - connect_started_ > options_.connect_timeout) {
+    Close(Unauthenticated(awaiting_challenge_ ? fmt::format("{} did not ask for the pool's secret within {} ms (is it "
+                                                            "running without --auth-file?)",
+                                                            peer_, options_.connect_timeout.count())
+                                              : fmt::format("{} did not answer the proof of the pool's secret within "
+                                                            "{} ms",
+                                                            peer_, options_.connect_timeout.count())));
   } else if ((!sending_.empty() || !awaiting_.empty()) && now - last_progress_ > options_.stall_timeout) {
     Close(Unavailable(fmt::format("no bytes moved to or from {} for {} ms", peer_, options_.stall_timeout.count())));
   }

@@ -12,11 +12,13 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "transfer/batch_state.h"
 #include "transfer/event_loop.h"
+#include "transfer/auth_handshake.h"
 #include "transfer/socket_util.h"
 #include "transfer/tcp_frame.h"
 #include "transfer/transfer_engine.h"
@@ -32,10 +34,14 @@ struct OutgoingFrame {
 };
 
 struct TcpConnectionOptions {
+  // Bounds the connect and, with a secret, the server's challenge (auth_handshake.h).
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds stall_timeout{5000};
   int send_buffer_bytes = 0;
   int receive_buffer_bytes = 0;
+  // The pool's secret: the connection proves it before its first frame, and accepts no
+  // server that does not ask.
+  std::optional<SharedSecret> secret;
 };
 
 class TcpConnection final : public EventLoop::Handler,
@@ -64,6 +70,12 @@ class TcpConnection final : public EventLoop::Handler,
 
  private:
   void Connect();
+  // The socket is connected: frames may go, or first the challenge is awaited.
+  void Connected();
+  // Read the server's challenge (and prepare the proof), then its verdict on the proof. False
+  // once closed.
+  bool ReceiveChallenge();
+  bool ReceiveVerdict();
   void TakeIncoming();
   void SendSome();
   void ReceiveSome();
@@ -89,6 +101,10 @@ class TcpConnection final : public EventLoop::Handler,
   // Loop thread only.
   UniqueFd fd_;
   bool connecting_ = false;
+  bool awaiting_challenge_ = false;     // connected, the server's challenge not read yet
+  bool awaiting_verdict_ = false;       // proof sent (or being sent), the server's answer not read yet
+  uint8_t proof_[kProofSize] = {};      // sent before the first frame
+  size_t proof_left_ = 0;               // bytes of proof_ not sent yet (its tail)
   uint32_t interest_ = 0;
   std::chrono::steady_clock::time_point connect_started_;
   std::chrono::steady_clock::time_point last_progress_;

@@ -156,6 +156,7 @@ Result<std::shared_ptr<SegmentChannel>> TcpTransport::Open(const SegmentEndpoint
     copts.stall_timeout = options_.tcp_stall_timeout;
     copts.send_buffer_bytes = options_.tcp_send_buffer_bytes;
     copts.receive_buffer_bytes = options_.tcp_receive_buffer_bytes;
+    copts.secret = options_.secret;
     std::lock_guard<std::mutex> lock(mu_);
     auto& slot = peers_[endpoint.tcp_address];
     if (!slot) {

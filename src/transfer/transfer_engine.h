@@ -11,10 +11,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "common/shared_secret.h"
 #include "common/status.h"
 
 namespace kvpool::transfer {
@@ -65,6 +67,9 @@ struct TransferOptions {
   bool allow_shm = true;           // false forces tcp even on the same host (benchmarks, tests)
   // Bounds connecting to a peer (tcp) and the shm handshake with a store's unix socket.
   std::chrono::milliseconds connect_timeout{2000};
+  // The pool's secret (--auth-file): proven to every store at connection set-up, and only
+  // stores that ask for it are used (auth_handshake.h). None: stores that ask refuse us.
+  std::optional<SharedSecret> secret;
 };
 
 // Identifies this host: same string on every process of one machine and network namespace

@@ -54,10 +54,11 @@ class TempDir {
 // One store: a memfd segment served over tcp and shm.
 class StoreFixture {
  public:
-  StoreFixture() {
+  explicit StoreFixture(std::optional<SharedSecret> secret = {}) {
     region = std::move(MemfdRegion::Create(kSegmentSize).value());
     SegmentServerOptions options;
     options.shm_socket_path = dir.path() + "/store.sock";
+    options.secret = std::move(secret);
     server = std::move(SegmentServer::Start(options).value());
     server->Serve({kSegment, region->data(), region->size(), region->memfd()});
   }
@@ -247,6 +248,61 @@ TEST_P(TransferRoundTripTest, SubmitThenPollThenWait) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransferRoundTripTest, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// --auth-file: a store with the pool's secret serves only clients that prove it, on shm and tcp
+// alike; every other client gets UNAUTHENTICATED, saying why, and nothing hangs.
+class TransferAuthTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  static SharedSecret PoolSecret() { return SharedSecret::FromBytes("the pool's secret, 32 bytes long"); }
+
+  // Writes and reads back 1 MiB through a client holding `secret` (or none) against `store`.
+  Status RoundTrip(StoreFixture& store, std::optional<SharedSecret> secret) {
+    TransferOptions options;
+    options.allow_shm = std::string(GetParam()) == "shm";
+    options.connect_timeout = std::chrono::milliseconds(500);
+    options.secret = std::move(secret);
+    TransferEngine engine(options);
+    Status opened = engine.OpenSegment(store.Endpoint(kSegment, kSegmentSize));
+    if (!opened.ok()) return opened;
+    auto bytes = RandomBytes(1 << 20, 5);
+    std::vector<char> back(bytes.size());
+    TransferRequest write{OpKind::kWrite, bytes.data(), kSegment, 4096, bytes.size()};
+    KVPOOL_RETURN_IF_ERROR(engine.Transfer({&write, 1}, Soon()));
+    TransferRequest read{OpKind::kRead, back.data(), kSegment, 4096, back.size()};
+    KVPOOL_RETURN_IF_ERROR(engine.Transfer({&read, 1}, Soon()));
+    EXPECT_EQ(engine.TransportFor(kSegment), GetParam());
+    return back == bytes ? Status::Ok() : Internal("read back other bytes");
+  }
+};
+
+TEST_P(TransferAuthTest, TheRightSecretIsServed) {
+  StoreFixture store(PoolSecret());
+  Status s = RoundTrip(store, PoolSecret());
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_P(TransferAuthTest, NoSecretOrAnotherIsRefusedWithAReason) {
+  StoreFixture store(PoolSecret());
+  Status none = RoundTrip(store, std::nullopt);
+  EXPECT_EQ(none.code(), StatusCode::kUnauthenticated) << none.ToString();
+  EXPECT_NE(none.message().find("--auth-file"), std::string::npos) << none.ToString();
+  Status other = RoundTrip(store, SharedSecret::FromBytes("another pool's secret, as long.."));
+  EXPECT_EQ(other.code(), StatusCode::kUnauthenticated) << other.ToString();
+  EXPECT_NE(other.message().find("another secret"), std::string::npos) << other.ToString();
+  // The store serves on after refusing them.
+  Status good = RoundTrip(store, PoolSecret());
+  EXPECT_TRUE(good.ok()) << good.ToString();
+}
+
+TEST_P(TransferAuthTest, AClientWithASecretTrustsNoStoreThatDoesNotAsk) {
+  StoreFixture open_store;
+  Status s = RoundTrip(open_store, PoolSecret());
+  EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+  EXPECT_NE(s.message().find("did not ask"), std::string::npos) << s.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransferAuthTest, ::testing::Values("shm", "tcp"),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(TransportChoiceTest, OtherHostsAndMissingShmSocketsUseTcp) {
