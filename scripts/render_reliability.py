@@ -177,6 +177,42 @@ def checksum_cost_section(data):
     return out
 
 
+def soak_section(data):
+    r = data["replay_result"]
+    counts = {}
+    for f in data["faults"]:
+        counts[f["fault"]] = counts.get(f["fault"], 0) + 1
+    out = ["## Fault-injection soak (*measured*)", "",
+           f"A real etcd, {data['masters']} `kvpool master --etcd` (HA) and {data['stores']} `kvpool store --etcd` "
+           f"({data['store_memory_mib']} MiB each), every store in its own network namespace behind a veth on one "
+           f"bridge, under `{data['replay']}`, while a fault injector (seed {data['seed']}) broke something every "
+           f"{data['fault_interval_s']} s. Command `{data['command']}` (as root), {data['date']}, {data['machine']}. "
+           "Token shares are the replay's (*emulated* time, real KV bytes through the real pool).", "",
+           "| fault | times |", "|---|---:|"]
+    for name in ("store-kill", "store-stop", "master-kill", "link-down", "throttle", "corrupt"):
+        out.append(f"| {name} | {counts.get(name, 0)} |")
+    sources = r.get("token_sources") or {}
+    out += ["", "| check | result |", "|---|---|",
+            f"| wrong bytes served (replay verification errors) | {r['verification_errors']} |",
+            f"| requests completed / failed | {r['requests']} / {r['failed_requests']} |",
+            f"| replay ended in time (no hang) | {'yes' if not data['hung'] and data['replay_exit_code'] == 0 else 'NO'} |",
+            f"| corrupt objects caught by checksum (restores that fell back) | {r.get('restore_corrupt_objects', 0)} "
+            f"(after {data['corrupt_signals_applied']} corruptions of 16 objects each; a bad object stays until it "
+            "is evicted, so every restore that reaches it counts it again) |",
+            f"| restore errors / failed saves (fell back to computing / not cached) | {r.get('restore_errors')} / "
+            f"{r.get('save_failures')} |",
+            f"| pool share of prompt tokens, reuse | {100 * sources.get('pool_share', 0):.1f}%, "
+            f"{100 * sources.get('reuse', 0):.1f}% |",
+            f"| capacity exceeded (of {data['samples']} samples of every segment) | {data['capacity_violations']} "
+            f"(fullest segment {100 * data['max_fill']:.0f}%) |",
+            "| peak RSS, MiB (bound) | " + ", ".join(
+                f"{role} {mib}" + (f" ({data['rss_bounds_mib'][role]})" if role in data["rss_bounds_mib"] else "")
+                for role, mib in data["peak_rss_mib"].items()) + " |",
+            f"| every check passed | {'yes' if all(data['checks'].values()) else 'NO: ' + ', '.join(k for k, v in data['checks'].items() if not v)} |",
+            ""]
+    return out
+
+
 def main():
     lines = ["# Reliability", "",
              "Rendered by `scripts/render_reliability.py` from the raw results in `docs/results/`.", ""]
@@ -185,6 +221,7 @@ def main():
     failover = load("master-failover.json")
     fuzz = load("fuzz-long.json")
     checksums = load("checksum-cost.json")
+    soak = load("soak.json")
     if failover:
         lines += failover_section(failover)
     if restart:
@@ -193,6 +230,8 @@ def main():
         lines += index_cost_section(cost)
     if checksums:
         lines += checksum_cost_section(checksums)
+    if soak:
+        lines += soak_section(soak)
     if fuzz:
         lines += fuzz_section(fuzz)
     open(os.path.join(ROOT, "docs", "reliability.md"), "w").write("\n".join(lines))

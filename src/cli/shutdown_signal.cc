@@ -10,7 +10,18 @@ sigset_t ShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+#ifdef KVPOOL_FAULT_HOOKS
+  sigaddset(&set, SIGUSR2);
+#endif
   return set;
+}
+
+int WaitForAny() {
+  sigset_t set = ShutdownSignals();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
 }
 
 }  // namespace
@@ -22,11 +33,14 @@ void BlockShutdownSignals() {
 }
 
 int WaitForShutdownSignal() {
-  sigset_t set = ShutdownSignals();
-  int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
+  for (;;) {
+    const int sig = WaitForAny();
+    if (sig != SIGUSR2) return sig;  // only fault-hook builds wait for it; roles without a hook ignore it
   }
-  return sig;
 }
+
+#ifdef KVPOOL_FAULT_HOOKS
+int WaitForShutdownOrFaultSignal() { return WaitForAny(); }
+#endif
 
 }  // namespace kvpool::cli

@@ -10,4 +10,10 @@ void BlockShutdownSignals();
 // Waits until SIGINT or SIGTERM arrives; returns its number.
 int WaitForShutdownSignal();
 
+#ifdef KVPOOL_FAULT_HOOKS
+// Fault-hook builds (-DKVPOOL_FAULT_HOOKS=ON): SIGUSR2 is blocked too, and this waits for it
+// as well, returning SIGUSR2 when it came.
+int WaitForShutdownOrFaultSignal();
+#endif
+
 }  // namespace kvpool::cli

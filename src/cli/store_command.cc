@@ -8,7 +8,19 @@
 #include "cli/shutdown_signal.h"
 #include "store/storage_service.h"
 
+#ifdef KVPOOL_FAULT_HOOKS
+#include <signal.h>
+
+#include <random>
+
+#include "store/test_corruption.h"
+#endif
+
 namespace kvpool::cli {
+
+#ifdef KVPOOL_FAULT_HOOKS
+constexpr uint64_t kFaultHookFlips = 16;  // objects that go bad per SIGUSR2
+#endif
 
 void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
   cmd->add_option("--listen", o.tcp_listen, "transfer (tcp) address to listen on")->check(HostPort())->capture_default_str();
@@ -70,7 +82,17 @@ void AddStoreCommand(CLI::App& app) {
                  (*service)->segment_id(), options.part,
                  options.etcd.empty() ? options.master_address : "elected in etcd " + options.etcd,
                  (*service)->tcp_address());
+#ifdef KVPOOL_FAULT_HOOKS
+    // A fault-hook build (scripts/soak.sh): every SIGUSR2 is a store whose memory went bad.
+    std::mt19937_64 rng(std::random_device{}());
+    int sig = 0;
+    while ((sig = WaitForShutdownOrFaultSignal()) == SIGUSR2) {
+      const uint64_t flipped = store::testing::FlipBitsOfRandomObjects(**service, rng, kFaultHookFlips);
+      spdlog::warn("fault hook: flipped a bit in {} random objects of the segment", flipped);
+    }
+#else
     const int sig = WaitForShutdownSignal();
+#endif
     spdlog::info("signal {}: unmounting and shutting down", sig);
     (*service)->Stop();
   });

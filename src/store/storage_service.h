@@ -93,6 +93,8 @@ class StorageService {
   uint64_t rejoins() const { return rejoins_.load(); }
   // Entries in the store's copy of the segment's index.
   size_t indexed_objects() const { return index_.size(); }
+  // The store's copy of the segment's index (what a rejoin sends).
+  const SegmentIndex& index() const { return index_; }
 
   // Unmounts on the master (best-effort, bounded by rpc_timeout), stops serving and removes
   // the unix socket. Idempotent and thread-safe; returns once everything has stopped.
