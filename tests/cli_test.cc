@@ -215,6 +215,41 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   std::filesystem::remove_all(dir);
 }
 
+// Namespace quotas from the command line: a namespace at its quota evicts its own oldest
+// object to take a new one, another namespace's object stays; a malformed quota is refused.
+TEST(Cli, ANamespaceQuotaEvictsOnlyItsOwnObjects) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-quota-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  CliRun r = Kvpool({"master", "--namespace-quota", "tenant-a"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("NAMESPACE=SIZE"), std::string::npos) << r.output;
+
+  const std::string master = "127.0.0.1:" + std::to_string(PickFreePort());
+  ChildProcess m({KVPOOL_BINARY, "master", "--listen", master, "--metrics-listen", "", "--namespace-quota",
+                  "tenant-a=3MiB"},
+                 dir / "m.log");
+  ChildProcess s({KVPOOL_BINARY, "store", "--master", master, "--memory", "32MiB", "--no-huge-pages", "--listen",
+                  "127.0.0.1:0", "--shm-dir", dir.string()},
+                 dir / "s.log");
+  const std::string value = dir / "value";
+  std::ofstream(value, std::ios::binary) << std::string(1 << 20, 'q');  // 1 MiB
+  for (int attempt = 0; attempt < 200; ++attempt) {  // until the store is mounted
+    r = Kvpool({"put", "tenant-b/kept", value, "--master", master, "--timeout-ms", "1000"});
+    if (r.exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output << m.Log() << s.Log();
+  for (int i = 0; i < 4; ++i) {  // the fourth MiB passes tenant-a's quota: its oldest goes
+    r = Kvpool({"put", "tenant-a/" + std::to_string(i), value, "--master", master});
+    ASSERT_EQ(r.exit_code, 0) << i << r.output;
+  }
+  EXPECT_EQ(Kvpool({"exists", "tenant-a/0", "--master", master}).exit_code, 1);
+  for (const char* key : {"tenant-a/1", "tenant-a/2", "tenant-a/3", "tenant-b/kept"}) {
+    EXPECT_EQ(Kvpool({"exists", key, "--master", master}).exit_code, 0) << key;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Real AgentX trace files (src/trace/testdata/weka-sample, a folder of trace_NNNN.json as
 // published), damaged copies and unusable inputs, through `trace stats` and `replay --trace`.
 TEST(Cli, TraceInputsSkipWhatIsInvalidAndExit2WhenNothingIsUsable) {

@@ -38,6 +38,21 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
                   "with --etcd: a new leader answers only stores for this long, so they rejoin before clients "
                   "are answered (keep it above the stores' --heartbeat-interval-ms)")
       ->check(CLI::Range(0, 60'000))->capture_default_str();
+  cmd->add_option_function<std::vector<std::string>>(
+      "--namespace-quota",
+      [&o](const std::vector<std::string>& specs) {
+        for (const std::string& spec : specs) {
+          const size_t eq = spec.rfind('=');
+          Result<uint64_t> bytes = eq == std::string::npos ? Result<uint64_t>(InvalidArgument("expected NAMESPACE=SIZE"))
+                                                           : ParseByteSize(spec.substr(eq + 1));
+          if (!bytes.ok()) throw CLI::ValidationError("--namespace-quota", spec + ": " + bytes.status().message());
+          o.namespace_quotas.bytes[spec.substr(0, eq)] = *bytes;
+        }
+      },
+      "NAMESPACE=SIZE, repeatable: the namespace (a key's part before its first '/'; a model's KV is one) may hold "
+      "this many value bytes, and evicts its own objects first to stay within it");
+  AddByteSizeOption(cmd, "--default-namespace-quota", o.namespace_quotas.default_bytes,
+                    "the quota of every namespace not named by --namespace-quota (0: none)");
 }
 
 // "http://HOST:PORT/metrics" with the port actually bound, or "off".

@@ -59,6 +59,7 @@ PoolOptions PoolOptionsFrom(const MasterOptions& o) {
   p.shards = o.shards;
   p.max_key_bytes = o.max_key_bytes;
   p.max_value_bytes = o.max_value_bytes;
+  p.quotas = o.namespace_quotas;
   return p;
 }
 

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "master/namespace_quotas.h"
 #include "proto/rpc_credentials.h"
 
 namespace grpc {
@@ -63,6 +64,8 @@ struct MasterOptions {
 
   // The pool's secret every call must prove, and TLS (proto/rpc_security.h).
   proto::RpcServerSecurity security;
+  // A byte quota per namespace: the part of a key before its first '/' (namespace_quotas.h).
+  QuotaOptions namespace_quotas;
 };
 
 class MasterServer {

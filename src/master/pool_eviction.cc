@@ -1,5 +1,9 @@
 // Eviction: LRU over eviction units (a group, or one ungrouped object).
 //
+// A namespace at its quota evicts only its own units: the pass walks the same order and
+// passes over other namespaces' units (it may visit many; one order per namespace would make
+// it cost only what it evicts).
+//
 // The order lives in EvictionLru, kept up to date as objects complete, are read and go, so a
 // pass looks only at the units it evicts and those it must pass over. It checks units out in
 // order, a few at a time (holding no shard lock), and tries each under the locks of every
@@ -23,7 +27,7 @@ constexpr size_t kMaxCheckOut = 64;
 
 }  // namespace
 
-uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms) {
+uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace) {
   uint64_t freed = 0;
   std::vector<EvictionLru::Candidate> passed_over;  // given back once the pass is done
   for (size_t batch_size = 1; freed < bytes; batch_size = std::min(batch_size * 2, kMaxCheckOut)) {
@@ -31,6 +35,11 @@ uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms) {
     if (batch.empty()) break;
     size_t i = 0;
     for (; i < batch.size() && freed < bytes; ++i) {
+      // A group's name and its members' keys begin with the same namespace (the connector's do).
+      if (only_namespace && NamespaceOf(batch[i].name) != *only_namespace) {
+        passed_over.push_back(std::move(batch[i]));
+        continue;
+      }
       const EvictionAttempt attempt =
           batch[i].is_group ? EvictGroup(batch[i], now_ms) : EvictSingle(batch[i], now_ms);
       freed += attempt.freed_bytes;

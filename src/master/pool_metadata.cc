@@ -107,7 +107,8 @@ PoolMetadata::PoolMetadata(PoolOptions options, Clock* clock)
       clock_(clock),
       segments_(options_.alignment),
       index_(options_.shards),
-      groups_(options_.shards) {
+      groups_(options_.shards),
+      quotas_(options_.quotas) {
   // Put ids stay above those of an earlier master whose objects a store may bring back:
   // the wall clock at start, with room for 2^20 puts per millisecond since.
   next_put_id_ = static_cast<uint64_t>(WallClockMs()) << 20;
@@ -261,10 +262,24 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
       }
     }
     if (status.ok()) {
+      // A group is evicted whole: one that spans namespaces would let one namespace's quota
+      // evict another's objects.
+      const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
+      const std::string_view key_ns = NamespaceOf(item.key), group_ns = NamespaceOf(group);
+      if (!group.empty() && key_ns != group_ns && (quotas_.QuotaOf(key_ns) > 0 || quotas_.QuotaOf(group_ns) > 0)) {
+        status = InvalidArgument(fmt::format(
+            "key {} of namespace \"{}\" cannot join group {} of namespace \"{}\": with quotas, a group holds one "
+            "namespace's objects",
+            QuoteKey(item.key), key_ns, QuoteKey(group), group_ns));
+      }
+    }
+    if (status.ok()) status = ChargeQuota(item.key, item.length);
+    if (status.ok()) {
       ObjectShard& shard = index_.shard(index_.ShardOf(item.key));
       std::lock_guard lock(shard.mu);
       auto [it, inserted] = shard.objects.try_emplace(std::string(item.key));
       if (!inserted) {
+        quotas_.Release(NamespaceOf(item.key), item.length);  // charged above, for an object that is not added
         status = AlreadyExists(
             fmt::format("key {} already exists (objects are immutable)", QuoteKey(item.key)));
       } else {
@@ -388,6 +403,31 @@ Result<std::vector<PlacedReplica>> PoolMetadata::AllocateWithEviction(
   }
 }
 
+Status PoolMetadata::ChargeQuota(std::string_view key, uint64_t length) {
+  const std::string_view ns = NamespaceOf(key);
+  const uint64_t quota = quotas_.QuotaOf(ns);
+  if (quota > 0 && length > quota) {
+    return NoSpace(fmt::format("key {}: a value of {} bytes is larger than namespace \"{}\"'s quota of {} bytes",
+                               QuoteKey(key), length, ns, quota));
+  }
+  for (int round = 0;; ++round) {
+    if (quotas_.TryCharge(ns, length)) return Status::Ok();
+    uint64_t freed = 0;
+    {
+      std::lock_guard lock(eviction_mu_);
+      const uint64_t want =
+          std::max<uint64_t>(static_cast<uint64_t>(options_.evict_fraction * static_cast<double>(quota)), length);
+      freed = EvictLocked(want, clock_->NowMs(), ns);
+    }
+    if (freed == 0 || round >= kMaxEvictionRounds) {
+      return NoSpace(fmt::format(
+          "key {}: namespace \"{}\" is at its quota ({} of {} bytes used) and none of its objects could be "
+          "evicted (what it holds is leased or pending)",
+          QuoteKey(key), ns, quotas_.UsedBy(ns), quota));
+    }
+  }
+}
+
 std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::string_view key,
                                                      proto::IndexRecord::Op op) {
   auto it = shard.objects.find(key);
@@ -402,6 +442,8 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
 }
 
 void PoolMetadata::ForgetLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms) {
+  // Every object leaves the index through here: what its put (or rejoin) charged goes back.
+  quotas_.Release(NamespaceOf(key), meta.length);
   // Out of the eviction order first: a group's unit may point at the registry's name.
   if (meta.lru_unit != EvictionLru::kNoUnit) lru_.Leave(meta.lru_unit, meta.pin_until_ms, now_ms);
   meta.lru_unit = EvictionLru::kNoUnit;
@@ -665,6 +707,7 @@ PoolStats PoolMetadata::Stat() const {
   stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);
   stats.rebuilt_objects = rebuilt_objects_.load(std::memory_order_relaxed);
   stats.rebuild_seconds = static_cast<double>(rebuild_ns_.load(std::memory_order_relaxed)) / 1e9;
+  stats.namespaces = quotas_.Usage();
   return stats;
 }
 

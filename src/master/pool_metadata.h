@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,7 @@
 #include "common/status.h"
 #include "master/eviction_lru.h"
 #include "master/group_registry.h"
+#include "master/namespace_quotas.h"
 #include "master/object_index.h"
 #include "master/segment_table.h"
 #include "proto/master.pb.h"
@@ -65,6 +67,8 @@ struct PoolOptions {
   uint64_t alignment = 64;
   // How long a call waits for stores to confirm its changes to their indexes.
   uint64_t index_sync_timeout_ms = 2000;
+  // A byte quota per namespace (namespace_quotas.h); none by default.
+  QuotaOptions quotas;
 };
 
 struct PutOptions {
@@ -129,6 +133,7 @@ struct PoolStats {
   uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
   uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
   std::vector<SegmentStats> segments;
+  std::vector<NamespaceUsage> namespaces;  // those with a quota
   uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
   uint64_t rebuilt_objects = 0;    // objects those indexes gave back
   double rebuild_seconds = 0;      // time spent taking them back, all rejoins together
@@ -220,6 +225,12 @@ class PoolMetadata {
   Status ValidateKey(std::string_view key) const;
   Status ValidatePut(const PutStartItem& item) const;
 
+  // Counts a new object's `length` against its namespace's quota, first evicting that
+  // namespace's own least recently used objects when it would pass it. NO_SPACE when the
+  // value is larger than the quota, or eviction could not make room (all leased or pending).
+  // REQUIRES: no shard lock held.
+  Status ChargeQuota(std::string_view key, uint64_t length);
+
   // Allocates copies, evicting synchronously when the pool is full. `segments` is the
   // caller's snapshot of the mounted segments; it is refreshed after an eviction pass.
   Result<std::vector<PlacedReplica>> AllocateWithEviction(
@@ -255,8 +266,9 @@ class PoolMetadata {
   // Drops every copy on `segment`; objects left with none are removed.
   void DropSegmentReplicas(const Segment& segment);
 
-  // Eviction (pool_eviction.cc). REQUIRES: eviction_mu_ held.
-  uint64_t EvictLocked(uint64_t bytes, int64_t now_ms);
+  // Eviction (pool_eviction.cc). REQUIRES: eviction_mu_ held. With `only_namespace`, units
+  // of other namespaces are passed over (a quota's own eviction).
+  uint64_t EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace = {});
   EvictionAttempt EvictSingle(const EvictionLru::Candidate& candidate, int64_t now_ms);
   EvictionAttempt EvictGroup(const EvictionLru::Candidate& candidate, int64_t now_ms);
 
@@ -266,6 +278,7 @@ class PoolMetadata {
   ObjectIndex index_;
   GroupRegistry groups_;
   EvictionLru lru_;
+  NamespaceQuotas quotas_;
 
   std::mutex eviction_mu_;
   // Bumped after every eviction pass: a put that failed to allocate skips evicting when

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 namespace kvpool::master {
 namespace {
@@ -65,6 +67,116 @@ class PoolMetadataTest : public ::testing::Test {
   ManualClock clock_;
   std::unique_ptr<PoolMetadata> pool_;
 };
+
+// ---- namespace quotas ----
+
+TEST(NamespaceOfTest, IsWhatComesBeforeTheFirstSlash) {
+  EXPECT_EQ(NamespaceOf("model-a/chunk/s0"), "model-a");
+  EXPECT_EQ(NamespaceOf("plain-key"), "");
+  EXPECT_EQ(NamespaceOf("/leading"), "");
+  EXPECT_EQ(NamespaceOf(""), "");
+}
+
+uint64_t UsedBy(const PoolStats& stats, const std::string& ns) {
+  for (const NamespaceUsage& n : stats.namespaces) {
+    if (n.name == ns) return n.used_bytes;
+  }
+  return 0;
+}
+
+// A namespace at its quota makes room by evicting its own least recently used objects; the
+// others' objects stay, though the pool itself has room to spare.
+TEST_F(PoolMetadataTest, ANamespaceAtItsQuotaEvictsItsOwnObjectsNeverAnothers) {
+  PoolOptions o;
+  o.quotas.bytes = {{"a", 8 * kObject}, {"b", 8 * kObject}};
+  MakePool(o);
+  Mount(64 * kObject);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(Put("b/" + std::to_string(i)).ok());
+  for (int i = 0; i < 50; ++i) {
+    clock_.AdvanceMs(1);  // one recency per object
+    ASSERT_TRUE(Put("a/" + std::to_string(i)).ok()) << i;
+    ASSERT_LE(UsedBy(pool_->Stat(), "a"), 8 * kObject);
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(Exists("b/" + std::to_string(i))) << i;
+  for (int i = 42; i < 50; ++i) EXPECT_TRUE(Exists("a/" + std::to_string(i))) << i;  // the newest stay
+  EXPECT_FALSE(Exists("a/0"));
+  EXPECT_EQ(UsedBy(pool_->Stat(), "a"), 8 * kObject);
+  ASSERT_TRUE(Remove("a/49").ok());
+  EXPECT_EQ(UsedBy(pool_->Stat(), "a"), 7 * kObject);  // what an object charged goes back when it goes
+}
+
+// Many threads put into two namespaces with quotas beside a third without one: no namespace
+// ever holds more than its quota, the pool never more than its capacity, and the third
+// namespace loses nothing.
+TEST_F(PoolMetadataTest, QuotasHoldUnderAPutStorm) {
+  PoolOptions o;
+  o.quotas.bytes = {{"a", 16 * kObject}, {"b", 16 * kObject}};
+  MakePool(o);
+  Mount(64 * kObject, "store-a");
+  Mount(64 * kObject, "store-b");
+  for (int i = 0; i < 32; ++i) ASSERT_TRUE(Put("c/" + std::to_string(i)).ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> over_quota{0}, over_capacity{0}, other_errors{0};
+  std::thread monitor([&] {
+    while (!done.load()) {
+      const PoolStats stats = pool_->Stat();
+      if (UsedBy(stats, "a") > 16 * kObject || UsedBy(stats, "b") > 16 * kObject) ++over_quota;
+      if (stats.used_bytes > stats.capacity_bytes) ++over_capacity;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      const std::string ns = t % 2 == 0 ? "a/" : "b/";
+      for (int i = 0; i < 300; ++i) {
+        const Status s = Put(ns + std::to_string(t) + "-" + std::to_string(i), kObject * (1 + i % 3));
+        if (!s.ok() && s.code() != StatusCode::kNoSpace) ++other_errors;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  done = true;
+  monitor.join();
+  EXPECT_EQ(over_quota.load(), 0);
+  EXPECT_EQ(over_capacity.load(), 0);
+  EXPECT_EQ(other_errors.load(), 0);
+  for (int i = 0; i < 32; ++i) EXPECT_TRUE(Exists("c/" + std::to_string(i))) << i;
+  const PoolStats stats = pool_->Stat();
+  EXPECT_GT(UsedBy(stats, "a"), 0u);
+  EXPECT_GT(UsedBy(stats, "b"), 0u);
+}
+
+TEST_F(PoolMetadataTest, AQuotaThatCannotMakeRoomIsNoSpaceAndSaysWhy) {
+  PoolOptions o;
+  o.quotas.default_bytes = 4 * kObject;
+  MakePool(o);
+  Mount(64 * kObject);
+  EXPECT_EQ(PutStart("m/huge", 5 * kObject).status.code(), StatusCode::kNoSpace);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(Put("m/" + std::to_string(i)).ok());
+    ASSERT_TRUE(Get("m/" + std::to_string(i), 1000).status.ok());  // leased: cannot be evicted
+  }
+  const Status full = Put("m/next");
+  EXPECT_EQ(full.code(), StatusCode::kNoSpace);
+  EXPECT_NE(full.message().find("quota"), std::string::npos) << full.ToString();
+  EXPECT_TRUE(Put("n/other").ok());  // another namespace has its own quota
+  clock_.AdvanceMs(1001);
+  EXPECT_TRUE(Put("m/next").ok());  // the leases ended: its oldest object made room
+}
+
+TEST_F(PoolMetadataTest, WithQuotasAGroupHoldsOneNamespacesObjects) {
+  PoolOptions o;
+  o.quotas.bytes = {{"a", 8 * kObject}};
+  MakePool(o);
+  Mount(64 * kObject);
+  PutOptions other;
+  other.group = "b/group";
+  EXPECT_EQ(PutStart("a/key", kObject, other).status.code(), StatusCode::kInvalidArgument);
+  PutOptions own;
+  own.group = "a/group";
+  EXPECT_TRUE(Put("a/key", kObject, own).ok());
+  EXPECT_TRUE(Put("c/key", kObject, other).ok());  // neither namespace has a quota
+}
 
 // ---- checksums ----
 

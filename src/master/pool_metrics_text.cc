@@ -75,6 +75,17 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
               [](const SegmentStats& s) { return s.info.size; });
   per_segment("kvpool_master_segment_objects", "Object copies stored in the segment.",
               [](const SegmentStats& s) { return s.objects; });
+
+  auto per_namespace = [&](std::string_view name, std::string_view help, auto value_of) {
+    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));
+    for (const auto& n : stats.namespaces) {
+      out->append(fmt::format("{}{{namespace=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), value_of(n)));
+    }
+  };
+  per_namespace("kvpool_master_namespace_used_bytes", "Value bytes of the namespace's objects (namespaces with a quota).",
+                [](const NamespaceUsage& n) { return n.used_bytes; });
+  per_namespace("kvpool_master_namespace_quota_bytes", "The namespace's byte quota.",
+                [](const NamespaceUsage& n) { return n.quota_bytes; });
 }
 
 void AppendLeadershipMetrics(const LeadershipFigures& f, std::string* out) {

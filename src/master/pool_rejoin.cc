@@ -113,6 +113,7 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
       it = shard.objects.try_emplace(e.key()).first;
     }
     ObjectMeta& fresh = it->second;
+    quotas_.Charge(NamespaceOf(e.key()), e.length());  // admitted once already: past the quota if need be
     fresh.length = e.length();
     fresh.checksum = e.checksum();
     fresh.replicas.push_back(std::move(replica));
