@@ -62,6 +62,11 @@ bool TcpConnection::closed() const {
   return closed_;
 }
 
+Status TcpConnection::close_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return close_reason_;
+}
+
 bool TcpConnection::Enqueue(std::vector<OutgoingFrame>& frames) {
   bool schedule = false;
   {
@@ -441,6 +446,7 @@ void TcpConnection::Close(const Status& why) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
     closed_ = true;
+    close_reason_ = why;
     queued.swap(incoming_);
   }
   spdlog::debug("tcp: closing connection to {}: {}", peer_, why.ToString());

@@ -59,6 +59,9 @@ class TcpConnection final : public EventLoop::Handler,
   // Any thread: queues frames in order. Returns false, taking nothing, once closed.
   bool Enqueue(std::vector<OutgoingFrame>& frames);
   bool closed() const;
+  // Why it closed (OK while open): a peer that refused our secret says so here, and the next
+  // request is answered with that, not a bare "no connection".
+  Status close_reason() const;
   // Payload bytes queued or in flight; the pool sends new work to the least loaded.
   uint64_t outstanding_bytes() const { return outstanding_bytes_.load(std::memory_order_relaxed); }
 
@@ -94,6 +97,7 @@ class TcpConnection final : public EventLoop::Handler,
 
   mutable std::mutex mu_;  // guards the fields up to the blank line
   bool closed_ = false;
+  Status close_reason_;
   bool take_scheduled_ = false;
   uint64_t next_request_id_ = 1;
   std::vector<OutgoingFrame> incoming_;

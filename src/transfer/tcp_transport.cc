@@ -93,9 +93,13 @@ class TcpChannel final : public SegmentChannel {
       // The connection closed between Connections() and now: one retry on a fresh set.
       auto fresh = peer_->Connections();
       if (!fresh[i]->Enqueue(per_conn[i])) {
-        for (auto& f : per_conn[i]) {
-          f.batch->FinishPart(f.index, Unavailable(fmt::format("no usable connection to {}", peer_->address())));
-        }
+        // A refusal (the store asks for a secret we lack) keeps its code and message.
+        const Status reason = fresh[i]->close_reason();
+        const Status why = reason.code() == StatusCode::kUnauthenticated
+                               ? reason
+                               : Unavailable(fmt::format("no usable connection to {}: {}", peer_->address(),
+                                                         reason.ToString()));
+        for (auto& f : per_conn[i]) f.batch->FinishPart(f.index, why);
       }
     }
   }
