@@ -145,3 +145,14 @@ write("handoff_piece_fuzz", "split_pp4_dcp4_interleave",
       layout(True, 1, 4, 4, [1, 2, 1, 3], 1, 4, 1, 0, 200, 16, 5) +
       announce(0, 0, 0) + announce(0, 0, 0) + announce(1, 3, 1, flags=0, checksum=12345) + announce(2, 4, 0) +
       b"".join(announce(3, d, i, flags=1 | 8) for d in range(4) for i in range(4)))
+
+# auth_handshake_fuzz: a 24-byte challenge, then a 40-byte proof of the fuzzer's secret for it
+import hashlib, hmac
+SECRET = b"the fuzzer's secret, 32 bytes .."
+nonce = bytes(range(16))
+challenge = struct.pack("<IB3x", 0x4350564B, 1) + nonce
+proof = struct.pack("<IB3x", 0x4150564B, 1) + hmac.new(SECRET, b"transfer-tcp\0" + nonce, hashlib.sha256).digest()
+write("auth_handshake_fuzz", "tcp_proof", challenge + proof)
+write("auth_handshake_fuzz", "proof_for_another_purpose",
+      challenge + struct.pack("<IB3x", 0x4150564B, 1) +
+      hmac.new(SECRET, b"transfer-shm\0" + bytes(16), hashlib.sha256).digest())

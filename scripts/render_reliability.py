@@ -197,8 +197,7 @@ def soak_section(data):
             f"| requests completed / failed | {r['requests']} / {r['failed_requests']} |",
             f"| replay ended in time (no hang) | {'yes' if not data['hung'] and data['replay_exit_code'] == 0 else 'NO'} |",
             f"| corrupt objects caught by checksum (restores that fell back) | {r.get('restore_corrupt_objects', 0)} "
-            f"(after {data['corrupt_signals_applied']} corruptions of 16 objects each; a bad object stays until it "
-            "is evicted, so every restore that reaches it counts it again) |",
+            f"(after {data['corrupt_signals_applied']} corruptions of 16 objects each) |",
             f"| restore errors / failed saves (fell back to computing / not cached) | {r.get('restore_errors')} / "
             f"{r.get('save_failures')} |",
             f"| pool share of prompt tokens, reuse | {100 * sources.get('pool_share', 0):.1f}%, "

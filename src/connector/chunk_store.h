@@ -27,6 +27,9 @@ class ChunkStore {
   // Puts keys[i] in eviction group groups[i]. One result per key.
   virtual std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
                                   std::span<const std::string> groups) = 0;
+  // Removes keys (a restore drops an object whose bytes do not match their checksum, so that
+  // the next save puts it again instead of finding it present). One result per key.
+  virtual std::vector<Status> Remove(std::span<const std::string> keys) = 0;
   virtual Status RegisterBuffer(void* addr, size_t length) = 0;
   virtual Status UnregisterBuffer(void* addr) = 0;
   // Lookup entry `index` mapped in place from a same-host replica (client::Client::MapLookedUp);
@@ -48,6 +51,7 @@ class PoolChunkStore final : public ChunkStore {
   // One BatchPut (one master round trip) with a group per key.
   std::vector<Status> Put(std::span<const std::string> keys, std::span<const client::ValueView> values,
                           std::span<const std::string> groups) override;
+  std::vector<Status> Remove(std::span<const std::string> keys) override { return client_->BatchRemove(keys); }
   Status RegisterBuffer(void* addr, size_t length) override { return client_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return client_->UnregisterBuffer(addr); }
   Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override;

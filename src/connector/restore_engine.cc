@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/checksum.h"
+#include "connector/chunk_keys.h"
 #include "connector/chunk_packing.h"
 
 namespace kvpool::connector {
@@ -372,6 +374,13 @@ uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::unique_ptr<Backgrou
   for (uint64_t i = 0; i < sums.size(); ++i) {
     if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + i, w.stage))) {
       metrics_->restore_corrupt_objects.fetch_add(1, std::memory_order_relaxed);
+      // Dropped, best effort: left in the pool it would be every later reader's miss, and the
+      // save after this restore would find it present and not put it again.
+      const std::string key = StageObjectKey(ns_, w.request->hit.chunk_keys[w.request->hit.first_chunk + w.first_hit + i],
+                                             w.stage);
+      const std::vector<Status> removed = store_->Remove(std::span(&key, 1));
+      spdlog::warn("restore: {} does not match its checksum; {}", key,
+                   removed.at(0).ok() ? "dropped from the pool" : "could not drop it: " + removed.at(0).ToString());
       return i;
     }
   }

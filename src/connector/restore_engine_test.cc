@@ -178,6 +178,15 @@ TEST_P(RestoreEngineTest, AnObjectCorruptInTheStoreEndsTheRestoreBeforeIt) {
   EXPECT_EQ(out.end_token, 64u * 3);  // chunk 3 on is computed
   ExpectSameKv(tables, tables, 0, 64 * 3);
   EXPECT_EQ(metrics_.restore_corrupt_objects.load(), 1u);
+  // The bad object is dropped, so the next save puts it again and the whole prefix hits.
+  const std::string bad = StageObjectKey(ns_, hit->chunk_keys[3], 1);
+  auto present = pool_store_.Exists(std::span(&bad, 1));
+  ASSERT_TRUE(present.ok());
+  EXPECT_FALSE(present->at(0));
+  Save(tokens, tables);
+  auto again = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->hit_chunks, 6u);
 }
 
 TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {

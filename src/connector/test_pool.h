@@ -87,6 +87,7 @@ class InterposedChunkStore final : public ChunkStore {
     if (before_put) before_put();
     return inner_->Put(keys, values, groups);
   }
+  std::vector<Status> Remove(std::span<const std::string> keys) override { return inner_->Remove(keys); }
   Status RegisterBuffer(void* addr, size_t length) override { return inner_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return inner_->UnregisterBuffer(addr); }
   Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override {
