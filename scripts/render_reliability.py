@@ -148,8 +148,10 @@ def fuzz_section(data):
 
 
 def checksum_cost_section(data):
+    first = data["runs"][0]
     out = ["## End-to-end checksums: what the check costs a restore (*measured*)", "",
-           "One pipeline stage's share of a 131,072-token history (1.64 GB in 3.2 MB objects) restored by the "
+           f"One pipeline stage's share of a {first['tokens']:,}-token history ({first['history_bytes'] / 1e9:.2f} GB) "
+           "restored by the "
            "connector's `RestoreEngine` from a real storage service (an embedded pool reached through the same "
            "client paths as a separate process) into a paged cache, on the GPU and in host memory, each path with "
            "and without the checksum check; the four modes take turns within each repetition. *mapped*: the "
