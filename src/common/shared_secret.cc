@@ -90,7 +90,12 @@ SharedSecret::Proof SharedSecret::Prove(std::string_view purpose, const Challeng
 
 bool SharedSecret::Check(std::string_view purpose, const Challenge& challenge, const Proof& proof) const {
   const Proof expected = Prove(purpose, challenge);
-  return CRYPTO_memcmp(expected.data(), proof.data(), proof.size()) == 0;
+  return ConstantTimeEqual(std::string_view(reinterpret_cast<const char*>(expected.data()), expected.size()),
+                           std::string_view(reinterpret_cast<const char*>(proof.data()), proof.size()));
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 Result<std::optional<SharedSecret>> LoadAuthFile(const std::string& path) {

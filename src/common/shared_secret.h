@@ -45,6 +45,10 @@ class SharedSecret {
   std::string secret_;
 };
 
+// True when `a` and `b` hold the same bytes, in time that depends on their length only (for
+// comparing proofs: no early exit tells an attacker how many leading bytes were right).
+bool ConstantTimeEqual(std::string_view a, std::string_view b);
+
 // The secret of a process started with `--auth-file PATH`, or none for "" (no
 // authentication): the one place command lines turn the flag into a secret.
 Result<std::optional<SharedSecret>> LoadAuthFile(const std::string& path);

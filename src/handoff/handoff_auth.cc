@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 
 namespace kvpool::handoff {
@@ -9,25 +10,19 @@ namespace {
 
 // The challenge travels in a and b, the proof in a..d: fixed-size fields of the header, so
 // the control protocol needs no binary text.
-void ChallengeToFields(const SharedSecret::Challenge& challenge, ControlMessage& m) {
-  std::memcpy(&m.a, challenge.data(), 8);
-  std::memcpy(&m.b, challenge.data() + 8, 8);
-}
-SharedSecret::Challenge ChallengeFromFields(const ControlMessage& m) {
-  SharedSecret::Challenge challenge;
-  std::memcpy(challenge.data(), &m.a, 8);
-  std::memcpy(challenge.data() + 8, &m.b, 8);
-  return challenge;
-}
-void ProofToFields(const SharedSecret::Proof& proof, ControlMessage& m) {
+template <size_t N>
+void ToFields(const std::array<uint8_t, N>& bytes, ControlMessage& m) {
+  static_assert(N % 8 == 0 && N <= 32);
   uint64_t* fields[] = {&m.a, &m.b, &m.c, &m.d};
-  for (int i = 0; i < 4; ++i) std::memcpy(fields[i], proof.data() + 8 * i, 8);
+  for (size_t i = 0; i < N / 8; ++i) std::memcpy(fields[i], bytes.data() + 8 * i, 8);
 }
-SharedSecret::Proof ProofFromFields(const ControlMessage& m) {
-  SharedSecret::Proof proof;
+template <size_t N>
+std::array<uint8_t, N> FromFields(const ControlMessage& m) {
+  static_assert(N % 8 == 0 && N <= 32);
   const uint64_t fields[] = {m.a, m.b, m.c, m.d};
-  for (int i = 0; i < 4; ++i) std::memcpy(proof.data() + 8 * i, &fields[i], 8);
-  return proof;
+  std::array<uint8_t, N> bytes;
+  for (size_t i = 0; i < N / 8; ++i) std::memcpy(bytes.data() + 8 * i, &fields[i], 8);
+  return bytes;
 }
 
 }  // namespace
@@ -36,11 +31,12 @@ Status DemandSenderProof(int fd, const SharedSecret& secret, ControlDeadline dea
   const SharedSecret::Challenge challenge = SharedSecret::NewChallenge();
   ControlMessage ask;
   ask.type = ControlType::kChallenge;
-  ChallengeToFields(challenge, ask);
+  ToFields(challenge, ask);
   KVPOOL_RETURN_IF_ERROR(SendControl(fd, ask, deadline));
   Result<ControlMessage> answer = ReceiveControl(fd, deadline);
   if (!answer.ok()) return answer.status();
-  if (answer->type == ControlType::kProof && secret.Check(kControlPurpose, challenge, ProofFromFields(*answer))) {
+  if (answer->type == ControlType::kProof &&
+      secret.Check(kControlPurpose, challenge, FromFields<SharedSecret::kProofBytes>(*answer))) {
     return Status::Ok();
   }
   const Status refused = Unauthenticated(
@@ -73,7 +69,7 @@ Result<ControlMessage> ReceiveHello(int fd, const std::optional<SharedSecret>& s
   }
   ControlMessage proof;
   proof.type = ControlType::kProof;
-  ProofToFields(secret->Prove(kControlPurpose, ChallengeFromFields(*first)), proof);
+  ToFields(secret->Prove(kControlPurpose, FromFields<SharedSecret::kChallengeBytes>(*first)), proof);
   KVPOOL_RETURN_IF_ERROR(SendControl(fd, proof, deadline));
   Result<ControlMessage> hello = ReceiveControl(fd, deadline);
   if (!hello.ok()) return hello.status();

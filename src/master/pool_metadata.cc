@@ -261,10 +261,10 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
             QuoteKey(item.key), copies, item.length, copies, large_enough));
       }
     }
+    const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
     if (status.ok()) {
       // A group is evicted whole: one that spans namespaces would let one namespace's quota
       // evict another's objects.
-      const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
       const std::string_view key_ns = NamespaceOf(item.key), group_ns = NamespaceOf(group);
       if (!group.empty() && key_ns != group_ns && (quotas_.QuotaOf(key_ns) > 0 || quotas_.QuotaOf(group_ns) > 0)) {
         status = InvalidArgument(fmt::format(
@@ -287,7 +287,6 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
         meta.length = item.length;
         meta.checksum = item.checksum;
         meta.state = ObjectState::kPending;
-        const std::string_view group = item.group.empty() ? std::string_view(options.group) : item.group;
         meta.put_id = next_put_id_.fetch_add(1, std::memory_order_relaxed);
         meta.put_started_ms = now;
         meta.pin_until_ms = options.pin_ttl_ms > 0 ? now + static_cast<int64_t>(options.pin_ttl_ms) : 0;

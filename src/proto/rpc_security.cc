@@ -75,10 +75,7 @@ bool CallCarriesToken(const grpc::ServerContext* context, const std::string& tok
   if (context == nullptr) return false;
   const auto& metadata = context->client_metadata();
   const auto found = metadata.find(kAuthMetadataKey);
-  if (found == metadata.end() || found->second.size() != token.size()) return false;
-  uint8_t differ = 0;
-  for (size_t i = 0; i < token.size(); ++i) differ |= static_cast<uint8_t>(found->second.data()[i] ^ token[i]);
-  return differ == 0;
+  return found != metadata.end() && ConstantTimeEqual(std::string_view(found->second.data(), found->second.size()), token);
 }
 
 Result<std::string> ReadPemFile(const std::string& path, const std::string& flag) {

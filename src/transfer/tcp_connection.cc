@@ -123,15 +123,24 @@ void TcpConnection::Connected() {
   last_progress_ = std::chrono::steady_clock::now();
 }
 
-bool TcpConnection::ReceiveChallenge() {
-  while (rx_len_ < kChallengeSize) {
-    const ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, kChallengeSize - rx_len_, 0);
-    if (n > 0) {
-      rx_len_ += static_cast<size_t>(n);
-      continue;
+TcpConnection::Fill TcpConnection::FillRx(size_t n) {
+  while (rx_len_ < n) {
+    const ssize_t got = ::recv(fd_.get(), rx_.data() + rx_len_, n - rx_len_, 0);
+    if (got > 0) {
+      rx_len_ += static_cast<size_t>(got);
+    } else if (got < 0 && WouldBlock(errno)) {
+      return Fill::kWaiting;
+    } else if (!(got < 0 && errno == EINTR)) {
+      return Fill::kEnded;
     }
-    if (n < 0 && WouldBlock(errno)) return true;
-    if (n < 0 && errno == EINTR) continue;
+  }
+  return Fill::kReady;
+}
+
+bool TcpConnection::ReceiveChallenge() {
+  const Fill fill = FillRx(kChallengeSize);
+  if (fill == Fill::kWaiting) return true;
+  if (fill == Fill::kEnded) {
     Close(Unauthenticated(fmt::format("{} closed the connection instead of asking for the pool's secret", peer_)));
     return false;
   }
@@ -150,14 +159,9 @@ bool TcpConnection::ReceiveChallenge() {
 }
 
 bool TcpConnection::ReceiveVerdict() {
-  while (rx_len_ < ResponseHeader::kSize) {
-    const ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, ResponseHeader::kSize - rx_len_, 0);
-    if (n > 0) {
-      rx_len_ += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && WouldBlock(errno)) return true;
-    if (n < 0 && errno == EINTR) continue;
+  const Fill fill = FillRx(ResponseHeader::kSize);
+  if (fill == Fill::kWaiting) return true;
+  if (fill == Fill::kEnded) {
     Close(Unauthenticated(fmt::format("{} closed the connection after this process's proof of the pool's secret",
                                       peer_)));
     return false;

@@ -79,6 +79,10 @@ class TcpConnection final : public EventLoop::Handler,
   // once closed.
   bool ReceiveChallenge();
   bool ReceiveVerdict();
+  // Reads into rx_ until it holds `n` bytes: kWaiting when the socket has nothing more now,
+  // kEnded when the peer closed or the read failed.
+  enum class Fill { kReady, kWaiting, kEnded };
+  Fill FillRx(size_t n);
   void TakeIncoming();
   void SendSome();
   void ReceiveSome();
