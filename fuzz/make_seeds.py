@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the targets whose inputs are binary records (master_request_fuzz,
-shm_reply_fuzz, handoff_piece_fuzz) and http_request_fuzz's requests into fuzz/corpus/<target>/.
+shm_reply_fuzz, handoff_piece_fuzz, auth_handshake_fuzz, tcp_frame_fuzz) and http_request_fuzz's
+requests into fuzz/corpus/<target>/.
 Each seed is a small valid input in the layout its target's header comment describes.
 Deterministic: rerunning it rewrites the same bytes.  usage: fuzz/make_seeds.py"""
 import os
@@ -153,6 +154,33 @@ nonce = bytes(range(16))
 challenge = struct.pack("<IB3x", 0x4350564B, 1) + nonce
 proof = struct.pack("<IB3x", 0x4150564B, 1) + hmac.new(SECRET, b"transfer-tcp\0" + nonce, hashlib.sha256).digest()
 write("auth_handshake_fuzz", "tcp_proof", challenge + proof)
+# a tenant's proof: its key is HMAC(pool secret, "kvpool-tenant\n" + claim ‖ 0 ‖ 16 zero bytes)
+CLAIM = b"team-a:model1,model2"
+tenant_key = hmac.new(SECRET, b"kvpool-tenant\n" + CLAIM + b"\0" + bytes(16), hashlib.sha256).digest()
+write("auth_handshake_fuzz", "tenant_proof", challenge + struct.pack("<IBxH", 0x4150564B, 1, len(CLAIM)) +
+      hmac.new(tenant_key, b"transfer-tcp\0" + nonce, hashlib.sha256).digest() + CLAIM)
 write("auth_handshake_fuzz", "proof_for_another_purpose",
       challenge + struct.pack("<IB3x", 0x4150564B, 1) +
       hmac.new(SECRET, b"transfer-shm\0" + bytes(16), hashlib.sha256).digest())
+
+
+# tcp_frame_fuzz: an 80-byte request header (a tenant's, with the master's grant for it), then a
+# 24-byte response header
+def grant(op, segment, offset, length, expiry):
+    msg = b"kvpool-grant\n%d\n%d\n%d\n%d\n%d" % (op, segment, offset, length, expiry)
+    mac = hmac.new(SECRET, msg + b"\0" + bytes(16), hashlib.sha256).digest()[:16]
+    return struct.pack("<qQQ", expiry, offset, length) + mac
+
+
+def request(op, rid, segment, offset, length, g):
+    return struct.pack("<IBBHQQQQ", 0x5450564B, 2, op, 0, rid, segment, offset, length) + g
+
+
+def response(op, status, rid, length):
+    return struct.pack("<IBBHQQ", 0x5450564B, 2, op, status, rid, length)
+
+
+write("tcp_frame_fuzz", "read", request(1, 7, 3, 4096, 65536, bytes(40)) + response(1, 0, 7, 65536))
+write("tcp_frame_fuzz", "write", request(2, 8, 3, 0, 100, bytes(40)) + response(2, 0, 8, 0))
+write("tcp_frame_fuzz", "granted_read",
+      request(1, 9, 3, 8192, 4096, grant(1, 3, 4096, 65536, 1_800_000_001_000)) + response(1, 13, 9, 0))

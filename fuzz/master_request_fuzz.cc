@@ -70,7 +70,7 @@ struct Master {
   std::shared_ptr<PoolMetadata> pool = std::make_shared<PoolMetadata>(FuzzPoolOptions(), &clock);
   ActivePool active;
   RpcMetrics metrics;
-  MasterService service{&active, &metrics, {3, "fuzz-master"}, "", std::chrono::milliseconds(0)};
+  MasterService service{&active, &metrics, {3, "fuzz-master"}, std::nullopt, std::chrono::milliseconds(0)};
   grpc::ServerContext context;
 
   Master() {

@@ -138,6 +138,25 @@ TEST(Cli, APoolWithAnAuthFileServesOnlyProcessesGivenIt) {
               "--shm-dir", dir.string()});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--auth-file"), std::string::npos) << r.output;
+
+  // A tenant's credential, issued from the pool's secret: its namespace only, and no store.
+  const std::string credential = dir / "team-a.cred";
+  r = Kvpool({"credential", "issue", "--auth-file", secret, "--tenant", "team-a", "--namespace", "a", "--out",
+              credential});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"put", "a/k", in, "--master", master, "--auth-file", credential});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Kvpool({"get", "a/k", out, "--master", master, "--auth-file", credential});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream tenant_back(out, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(tenant_back)), {}), std::string(1 << 20, 'x'));
+  r = Kvpool({"get", "k", out, "--master", master, "--auth-file", credential});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PERMISSION_DENIED"), std::string::npos) << r.output;
+  r = Kvpool({"store", "--master", master, "--memory", "8MiB", "--no-huge-pages", "--listen", "127.0.0.1:0",
+              "--shm-dir", dir.string(), "--auth-file", credential});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("pool's own secret"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
 }
 

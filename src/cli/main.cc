@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   kvpool::cli::AddTraceCommand(app);
   kvpool::cli::AddReplayCommand(app);
   kvpool::cli::AddReportCommand(app);
+  kvpool::cli::AddCredentialCommand(app);
   CLI11_PARSE(app, argc, argv);
   return kvpool::cli::ExitCode();
 }

@@ -1,5 +1,7 @@
 #include "cli/security_flags.h"
 
+#include <fmt/format.h>
+
 #include "proto/rpc_security.h"
 
 namespace kvpool::cli {
@@ -7,7 +9,7 @@ namespace kvpool::cli {
 void AddAuthFileFlag(CLI::App* cmd, SecurityFlags& flags) {
   cmd->add_option("--auth-file", flags.auth_file,
                   "the pool's shared secret (a file of >= 16 bytes, chmod 600); every process of the pool gets "
-                  "the same one (env KVPOOL_AUTH_FILE)")
+                  "the same one, or a client a tenant's credential (`kvpool credential issue`) (env KVPOOL_AUTH_FILE)")
       ->envname("KVPOOL_AUTH_FILE");
 }
 
@@ -36,9 +38,19 @@ Result<proto::RpcCredentials> ClientCredentials(const SecurityFlags& flags) {
   return credentials;
 }
 
+Result<std::optional<SharedSecret>> LoadPoolSecret(const std::string& path) {
+  auto secret = LoadAuthFile(path);
+  if (secret.ok() && *secret && (*secret)->tenant()) {
+    return InvalidArgument(fmt::format("--auth-file {} is tenant '{}''s credential; masters and stores need the pool's "
+                                       "own secret",
+                                       path, (*secret)->tenant()->name));
+  }
+  return secret;
+}
+
 Result<proto::RpcServerSecurity> ServerSecurity(const SecurityFlags& flags) {
   proto::RpcServerSecurity security;
-  auto secret = LoadAuthFile(flags.auth_file);
+  auto secret = LoadPoolSecret(flags.auth_file);
   if (!secret.ok()) return secret.status();
   security.secret = *std::move(secret);
   auto cert = proto::ReadPemFile(flags.tls_cert, "--tls-cert");

@@ -33,7 +33,7 @@ void AddServeCommand(CLI::App& app) {
   static SecurityFlags security;
   AddAuthFileFlag(cmd, security);
   cmd->callback([] {
-    auto secret = LoadAuthFile(security.auth_file);
+    auto secret = LoadPoolSecret(security.auth_file);
     if (!secret.ok()) {
       spdlog::error("kvpool serve: {}", secret.status().ToString());
       ExitCode() = 2;

@@ -64,6 +64,9 @@ void AddStoreCommand(CLI::App& app) {
       return;
     }
     auto credentials = ClientCredentials(pool_flags.security);
+    if (auto pool_secret = LoadPoolSecret(pool_flags.security.auth_file); credentials.ok() && !pool_secret.ok()) {
+      credentials = pool_secret.status();
+    }
     if (!credentials.ok()) {
       spdlog::error("kvpool store: {}", credentials.status().ToString());
       ExitCode() = 2;

@@ -198,7 +198,7 @@ struct Client::Impl {
         auto& replicas = out.replicas_[i];
         replicas.reserve(e.replicas());
         for (size_t r = 0; r < e.replicas(); ++r) {
-          replicas.push_back({EngineSegmentId(c.part, e.segment_id(r)), e.offset(r)});
+          replicas.push_back({EngineSegmentId(c.part, e.segment_id(r)), e.offset(r), e.grant(r)});
         }
         // Same-host replicas first: they are read by memcpy, not over a socket.
         std::stable_partition(replicas.begin(), replicas.end(), [&](const LookupResult::Replica& r) {
@@ -255,7 +255,7 @@ struct Client::Impl {
       requests.reserve(pending.size());
       for (const Pending& p : pending) {
         const LookupResult::Replica& r = (*p.replicas)[attempt];
-        requests.push_back({transfer::OpKind::kRead, p.buffer.data(), r.segment_id, r.offset, p.buffer.size()});
+        requests.push_back({transfer::OpKind::kRead, p.buffer.data(), r.segment_id, r.offset, p.buffer.size(), r.grant});
       }
       std::vector<Status> per_request;
       (void)engine.Transfer(requests, deadline, &per_request);
@@ -405,8 +405,12 @@ std::vector<Status> Client::BatchPut(std::span<const std::string> keys, std::spa
       }
       started[i] = true;
       for (const auto& replica : r.replicas()) {
+        AccessGrant grant;
+        if (replica.grant().size() == AccessGrant::kWireSize) {
+          grant = DecodeGrant(reinterpret_cast<const uint8_t*>(replica.grant().data()));
+        }
         requests.push_back({transfer::OpKind::kWrite, const_cast<std::byte*>(values[i].data()),
-                            EngineSegmentId(c.part, replica.segment_id()), replica.offset(), replica.length()});
+                            EngineSegmentId(c.part, replica.segment_id()), replica.offset(), replica.length(), grant});
         owner.push_back(i);
       }
     }

@@ -74,6 +74,17 @@ enum class ChecksumCheck {
 // until `lease_deadline`. Reads through ReadLookedUp must finish before then or they fail.
 class LookupResult {
  public:
+  LookupResult() = default;
+  // Lengths (or why a key cannot be read) and checksums with no replicas: for a
+  // connector::ChunkStore that finds objects without a Client (the connector's tests of a pool
+  // with no gRPC in the path). A Client reads nothing through such a result.
+  LookupResult(std::vector<Result<uint64_t>> lengths, std::vector<uint64_t> checksums,
+               std::chrono::steady_clock::time_point lease_deadline)
+      : lengths_(std::move(lengths)),
+        checksums_(std::move(checksums)),
+        replicas_(lengths_.size()),
+        lease_deadline_(lease_deadline) {}
+
   size_t size() const { return lengths_.size(); }
   // The value's length, or why the key cannot be read (NOT_FOUND, NOT_READY, ...).
   const Result<uint64_t>& length(size_t index) const { return lengths_[index]; }
@@ -86,6 +97,7 @@ class LookupResult {
   friend class Client;
   struct Replica {
     uint64_t segment_id, offset;
+    AccessGrant grant;  // a tenant's read grant (common/access_grant.h); empty for the pool's secret
   };
   std::vector<Result<uint64_t>> lengths_;
   std::vector<uint64_t> checksums_;

@@ -80,6 +80,60 @@ TEST(ClientAuthTest, AClientHoldingTheSecretDoesNotWriteToAStoreThatDoesNotAskFo
   EXPECT_EQ(put.code(), StatusCode::kUnauthenticated) << put.ToString();
 }
 
+// Tenants (common/tenant_claim.h): team A's credential covers namespace "a" only. It reads and
+// writes its own keys (over tcp, inside the master's grants, even on the store's host); it
+// can neither read, find, overwrite, remove nor group itself with team B's; and it cannot act
+// as a store.
+TEST(ClientAuthTest, ATenantReachesOnlyItsOwnNamespaces) {
+  auto pool = embedded::EmbeddedPool::Start({.memory_bytes = 8 << 20, .secret = kPoolSecret});
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  auto admin = ConnectWith((*pool)->address(), kPoolSecret);
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  const std::string theirs(64 << 10, 'b');
+  ASSERT_TRUE((*admin)->Put("b/history", View(theirs)).ok());
+
+  auto team_a = ConnectWith((*pool)->address(), kPoolSecret.ForTenant(TenantClaim::Parse("team-a:a").value()));
+  ASSERT_TRUE(team_a.ok()) << team_a.status().ToString();
+  const std::string ours(1 << 20, 'a');
+  ASSERT_TRUE((*team_a)->Put("a/history", View(ours)).ok());
+  auto read = (*team_a)->Get("a/history");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, ours);
+  const std::vector<std::string> own{"a/history"};
+  LookupResult lookup = (*team_a)->BatchLookup(own);
+  ASSERT_TRUE(lookup.length(0).ok());
+  EXPECT_EQ((*team_a)->MapLookedUp(lookup, 0).status().code(), StatusCode::kUnavailable);  // never mapped
+
+  const auto denied = [](const Status& s) { return s.code() == StatusCode::kPermissionDenied; };
+  EXPECT_TRUE(denied((*team_a)->Get("b/history").status())) << (*team_a)->Get("b/history").status().ToString();
+  EXPECT_TRUE(denied((*team_a)->Exists("b/history").status()));
+  EXPECT_TRUE(denied((*team_a)->Remove("b/history")));
+  EXPECT_TRUE(denied((*team_a)->Put("b/history", View(ours))));
+  EXPECT_TRUE(denied((*team_a)->Put("history", View(ours))));  // the "" namespace is no tenant's
+  EXPECT_TRUE(denied((*team_a)->Put("a/grouped", View(ours), {.group = "b/group"})));
+  const std::vector<std::string> mixed{"a/history", "b/history"};
+  EXPECT_TRUE(denied((*team_a)->BatchLookup(mixed).length(1).status()));
+
+  // A credential whose claim was widened after issue proves nothing.
+  auto forged = SharedSecret::FromBytes(std::string(32, 'x')).ForTenant(TenantClaim::Parse("team-a:a,b").value());
+  EXPECT_EQ(ConnectWith((*pool)->address(), forged).status().code(), StatusCode::kUnauthenticated);
+
+  // A tenant cannot join the pool as a store.
+  store::StorageOptions so;
+  so.master_address = (*pool)->address();
+  so.memory_bytes = 4 << 20;
+  so.use_huge_pages = false;
+  so.rpc_timeout = 2s;
+  so.credentials.secret = kPoolSecret.ForTenant(TenantClaim::Parse("team-a:a").value());
+  EXPECT_FALSE(store::StorageService::Start(so).ok());
+
+  // Team B's value is untouched; the pool's own secret reads both.
+  auto b = (*admin)->Get("b/history");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(*b, theirs);
+  EXPECT_EQ(*(*admin)->Get("a/history"), ours);
+}
+
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream s;

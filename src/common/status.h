@@ -29,9 +29,10 @@ enum class StatusCode : int {
   // The peer did not prove it holds the pool's secret (common/shared_secret.h), or asked one
   // that does not hold it.
   kUnauthenticated = 12,
+  kPermissionDenied = 13,  // proven, but this credential may not use what was asked for
 };
 // The highest code: decoders of codes from the wire refuse anything above it.
-inline constexpr StatusCode kHighestStatusCode = StatusCode::kUnauthenticated;
+inline constexpr StatusCode kHighestStatusCode = StatusCode::kPermissionDenied;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -65,6 +66,7 @@ inline Status NotReady(std::string m) { return {StatusCode::kNotReady, std::move
 inline Status Stale(std::string m) { return {StatusCode::kStale, std::move(m)}; }
 inline Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
 inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
 // A value or the Status explaining why there is none. REQUIRES: an error Status is not ok().
 template <typename T>

@@ -11,11 +11,12 @@
 namespace kvpool::connector {
 namespace {
 
-class SaveEngineTest : public ::testing::Test {
+class SaveEngineTest : public ::testing::TestWithParam<testing::PoolKind> {
  protected:
   SaveEngineTest()
-      : ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kSplitKv, {2, 1}, 512)).value()),
-        pool_store_(&pool_.client()),
+      : pool_(GetParam(), 5000),
+        ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kSplitKv, {2, 1}, 512)).value()),
+        pool_store_(pool_.store()),
         store_(&pool_store_),
         stages_(ns_.spec(), 64) {
     stages_.FillRandom(1);
@@ -36,15 +37,18 @@ class SaveEngineTest : public ::testing::Test {
     return {testing::RandomBlockTable(blocks, 64, 1), testing::RandomBlockTable(blocks, 64, 2)};
   }
 
-  testing::InProcessPool pool_;
+  // Whether the pool holds `key` now.
+  bool Holds(const std::string& key) { return pool_store_.Exists(std::span(&key, 1)).value().at(0); }
+
+  testing::EnginePool pool_;
   KvNamespace ns_;
-  PoolChunkStore pool_store_;
+  ChunkStore& pool_store_;
   testing::InterposedChunkStore store_;
   testing::HostStages stages_;
   ConnectorMetrics metrics_;
 };
 
-TEST_F(SaveEngineTest, SavesEveryFullChunkOfEveryStageButNotTheTail) {
+TEST_P(SaveEngineTest, SavesEveryFullChunkOfEveryStageButNotTheTail) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 5 + 30);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
@@ -53,16 +57,16 @@ TEST_F(SaveEngineTest, SavesEveryFullChunkOfEveryStageButNotTheTail) {
   EXPECT_EQ(out.objects_put, 10u);  // 5 chunks x 2 stages
   EXPECT_EQ(out.objects_skipped, 0u);
   const auto keys = ChainChunkKeys(ns_, tokens);
-  for (uint32_t s = 0; s < 2; ++s) EXPECT_TRUE(pool_.client().Exists(StageObjectKey(ns_, keys[4], s)).value());
+  for (uint32_t s = 0; s < 2; ++s) EXPECT_TRUE(Holds(StageObjectKey(ns_, keys[4], s)));
   // The 30-token tail has no key at all, and a 6th chunk of other tokens is not in the pool.
   auto longer = tokens;
   longer.resize(64 * 6, 0);
   const auto longer_keys = ChainChunkKeys(ns_, longer);
-  EXPECT_FALSE(pool_.client().Exists(StageObjectKey(ns_, longer_keys[5], 0)).value());
+  EXPECT_FALSE(Holds(StageObjectKey(ns_, longer_keys[5], 0)));
   EXPECT_EQ(metrics_.save_bytes.load(), 5 * (ns_.spec().stage_object_bytes(0) + ns_.spec().stage_object_bytes(1)));
 }
 
-TEST_F(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
+TEST_P(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 3);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
@@ -76,7 +80,7 @@ TEST_F(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
   EXPECT_EQ(metrics_.save_objects_skipped.load(), 6u);
 }
 
-TEST_F(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
+TEST_P(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
   testing::Gate gate;
   store_.before_put = [&] { gate.Wait(); };
   SaveOptions o;
@@ -93,7 +97,7 @@ TEST_F(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
   EXPECT_EQ(engine->Wait(3).objects_skipped, 2u);
 }
 
-TEST_F(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
+TEST_P(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 2);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
@@ -101,19 +105,24 @@ TEST_F(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
   // The master evicts a group whole: removing one stage's object directly is the only way a
   // chunk loses one stage, and lookup then stops there.
   const auto keys = ChainChunkKeys(ns_, tokens);
-  ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[1], 1)).ok());
+  const std::string key = StageObjectKey(ns_, keys[1], 1);
+  ASSERT_TRUE(pool_store_.Remove(std::span(&key, 1)).at(0).ok());
   auto hit = FindCachedPrefix(pool_store_, ns_, tokens, 0, nullptr);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->hit_chunks, 1u);
 }
 
-TEST_F(SaveEngineTest, BadBlockTableIsRefusedUpFront) {
+TEST_P(SaveEngineTest, BadBlockTableIsRefusedUpFront) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 2);
   auto tables = Tables(64);  // covers one chunk only
   EXPECT_EQ(engine->Submit(1, tokens, tables).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->Poll(1)->status.code(), StatusCode::kNotFound);
 }
+
+INSTANTIATE_TEST_SUITE_P(OverGrpc, SaveEngineTest, ::testing::Values(testing::PoolKind::kGrpc));
+// The master's core in this process, no gRPC in the path: what ThreadSanitizer runs.
+INSTANTIATE_TEST_SUITE_P(LocalPool, SaveEngineTest, ::testing::Values(testing::PoolKind::kLocal));
 
 }  // namespace
 }  // namespace kvpool::connector

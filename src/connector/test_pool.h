@@ -1,4 +1,5 @@
-// Test-only: a real pool in this process (MasterServer + one StorageService on loopback) and
+// Test-only: a real pool in this process (MasterServer + one StorageService on loopback), the
+// pool an engine test runs against (that one, or test_local_pool.h's for ThreadSanitizer), and
 // a ChunkStore decorator that delays or fails chosen reads and puts.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "client/client.h"
 #include "connector/chunk_store.h"
+#include "connector/test_local_pool.h"
 #include "embedded/embedded_pool.h"
 #include "store/storage_service.h"
 #include "store/test_corruption.h"
@@ -58,6 +60,39 @@ class InProcessPool {
  private:
   std::vector<std::unique_ptr<embedded::EmbeddedPool>> parts_;
   std::unique_ptr<client::Client> client_;
+};
+
+// The pool an engine test runs against: the real one over gRPC and sockets, or the master's
+// core called in this process (no gRPC: what ThreadSanitizer runs, test_local_pool.h).
+enum class PoolKind { kGrpc, kLocal };
+
+class EnginePool {
+ public:
+  EnginePool(PoolKind kind, uint64_t lease_ms, uint64_t memory = 64 << 20, uint32_t parts = 1) {
+    if (kind == PoolKind::kLocal) {
+      EXPECT_EQ(parts, 1u) << "a local pool has one part";
+      local_ = std::make_unique<LocalPoolChunkStore>(memory, lease_ms);
+    } else {
+      grpc_ = std::make_unique<InProcessPool>(lease_ms, memory, parts);
+      grpc_store_ = std::make_unique<PoolChunkStore>(&grpc_->client());
+    }
+  }
+  ChunkStore& store() { return local_ ? static_cast<ChunkStore&>(*local_) : *grpc_store_; }
+  // Flips a bit of `key`'s stored value: only its checksum can tell.
+  void CorruptStoredValue(const std::string& key) {
+    if (local_) {
+      local_->CorruptStoredValue(key);
+    } else {
+      grpc_->CorruptStoredValue(key);
+    }
+  }
+  // The pool over gRPC; null for a local one.
+  InProcessPool* grpc() { return grpc_.get(); }
+
+ private:
+  std::unique_ptr<InProcessPool> grpc_;
+  std::unique_ptr<PoolChunkStore> grpc_store_;
+  std::unique_ptr<LocalPoolChunkStore> local_;
 };
 
 // Forwards to a real store; `before_read` / `before_put` run first and may block, and

@@ -82,8 +82,7 @@ MasterServer::MasterServer(const MasterOptions& options, Clock* clock)
       metrics_(std::make_unique<RpcMetrics>()),
       service_(std::make_unique<MasterService>(active_.get(), metrics_.get(),
                                                MasterIdentity{options.part, NewMasterId()},
-                                               options.security.secret ? proto::RpcToken(*options.security.secret)
-                                                                       : "")) {
+                                               options.security.secret)) {
   if (options.etcd.empty()) active_->Set(NewPool());
 }
 

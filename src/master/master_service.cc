@@ -76,21 +76,43 @@ void ToProto(const std::vector<Status>& statuses, proto::BatchKeysReply* reply) 
 
 }  // namespace
 
-grpc::Status MasterService::Admit(const grpc::ServerContext* context) const {
-  if (proto::CallCarriesToken(context, auth_token_)) return grpc::Status::OK;
-  const bool carried = context != nullptr && context->client_metadata().count(proto::kAuthMetadataKey) > 0;
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      carried ? fmt::format("master of part {} refused the call: the caller holds another secret "
-                                            "than the pool's",
-                                            identity_.part)
-                              : fmt::format("master of part {} asks for the pool's secret: give this process the "
-                                            "pool's --auth-file",
-                                            identity_.part));
+grpc::Status MasterService::Admit(const grpc::ServerContext* context, std::optional<TenantClaim>* caller) const {
+  auto who = proto::CallerOf(context, secret_, pool_token_);
+  if (!who.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        fmt::format("master of part {} {}", identity_.part, who.status().message()));
+  }
+  *caller = std::move(who).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterService::PoolOnly(const std::optional<TenantClaim>& caller, std::string_view what) {
+  if (!caller) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      fmt::format("tenant '{}' may not {}: that takes the pool's own secret", caller->name, what));
+}
+
+grpc::Status MasterService::MayUse(const std::optional<TenantClaim>& caller,
+                                   const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  if (!caller) return grpc::Status::OK;
+  for (const std::string& key : keys) {
+    if (!caller->Allows(key)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          fmt::format("tenant '{}' may not use '{}': its namespace '{}' is not one of its credential's",
+                                      caller->name, key.substr(0, 200), NamespaceOf(key).substr(0, 200)));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+AccessGrant MasterService::GrantFor(GrantOp op, const ReplicaView& replica, uint64_t length, uint64_t valid_ms) const {
+  return IssueGrant(*secret_, op, replica.segment_id, replica.offset, length,
+                    WallClockMs() + static_cast<int64_t>(valid_ms));
 }
 
 std::shared_ptr<PoolMetadata> MasterService::Serving(const grpc::ServerContext* context, CallKind kind,
-                                                     grpc::Status* status) const {
-  if (grpc::Status admitted = Admit(context); !admitted.ok()) {
+                                                     grpc::Status* status, std::optional<TenantClaim>* caller) const {
+  if (grpc::Status admitted = Admit(context, caller); !admitted.ok()) {
     *status = admitted;
     return nullptr;
   }
@@ -124,8 +146,10 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
                                          proto::MountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kMountSegment, 1);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = PoolOnly(caller, "mount segments"); !denied.ok()) return denied;
   reply->set_heartbeat_ttl_ms(pool->options().heartbeat_ttl_ms);
   reply->set_max_lease_ms(pool->options().max_lease_ms);
   if (request->part() != identity_.part) {
@@ -174,8 +198,10 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
                                       proto::PullIndexReply* reply) {
   // Not timed with the other calls: it is a long poll, its latency is how long nothing happened.
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = PoolOnly(caller, "pull a segment's index"); !denied.ok()) return denied;
   auto segment = pool->FindSegment(request->segment_id());
   if (!segment || !segment->journal()) {
     SetStatus(Stale(fmt::format("segment {} is not mounted here with an index; remount",
@@ -198,8 +224,10 @@ grpc::Status MasterService::UnmountSegment(grpc::ServerContext* context,
                                            proto::UnmountSegmentReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kUnmountSegment, 1);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = PoolOnly(caller, "unmount segments"); !denied.ok()) return denied;
   SetStatus(pool->UnmountSegment(request->segment_id()), reply);
   return grpc::Status::OK;
 }
@@ -208,8 +236,10 @@ grpc::Status MasterService::Heartbeat(grpc::ServerContext* context, const proto:
                                       proto::HeartbeatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kHeartbeat, request->segment_ids_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = PoolOnly(caller, "heartbeat as a store"); !denied.ok()) return denied;
   if (request->store_id().empty()) {
     SetStatus(InvalidArgument("Heartbeat: store_id is empty"), reply);
     return grpc::Status::OK;
@@ -227,8 +257,18 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext* context,
                                           proto::BatchPutStartReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutStart, request->items_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
   if (!pool) return refused;
+  if (caller) {
+    google::protobuf::RepeatedPtrField<std::string> names;  // a tenant's groups are its own too
+    for (const proto::PutStartItem& item : request->items()) {
+      names.Add(std::string(item.key()));
+      if (!item.group().empty()) names.Add(std::string(item.group()));
+    }
+    if (!request->options().group().empty()) names.Add(std::string(request->options().group()));
+    if (grpc::Status denied = MayUse(caller, names); !denied.ok()) return denied;
+  }
   std::vector<PutStartItem> items;
   items.reserve(request->items_size());
   for (const proto::PutStartItem& item : request->items()) {
@@ -245,6 +285,13 @@ grpc::Status MasterService::BatchPutStart(grpc::ServerContext* context,
     proto::PutStartResult* out = reply->add_results();
     SetStatus(result.status, out);
     ToProto(result.replicas, out->mutable_replicas());
+    for (int r = 0; caller && r < out->replicas_size(); ++r) {
+      uint8_t wire[AccessGrant::kWireSize];
+      EncodeGrant(GrantFor(GrantOp::kWrite, result.replicas[r], result.replicas[r].length,
+                           pool->options().put_timeout_ms),
+                  wire);
+      out->mutable_replicas(r)->set_grant(wire, sizeof(wire));
+    }
   }
   for (const SegmentInfo& info : started.segments) ToProto(info, reply->add_segments());
   reply->set_put_timeout_ms(pool->options().put_timeout_ms);
@@ -255,8 +302,10 @@ grpc::Status MasterService::BatchPutEnd(grpc::ServerContext* context, const prot
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutEnd, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
   ToProto(pool->BatchPutEnd(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
@@ -266,8 +315,10 @@ grpc::Status MasterService::BatchPutRevoke(grpc::ServerContext* context,
                                            proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchPutRevoke, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kFinish, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
   ToProto(pool->BatchPutRevoke(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
@@ -277,8 +328,10 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext* context,
                                              proto::BatchGetReplicasReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchGetReplicas, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
   BatchGetResult got = pool->BatchGetReplicas(KeyViews(request->keys()), request->lease_ms());
   LookupReplyWriter out(reply, got.results.size());
   for (const GetResult& result : got.results) {
@@ -291,7 +344,10 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext* context,
       continue;
     }
     out.Hit(result.length, result.checksum, static_cast<uint32_t>(result.replicas.size()));
-    for (const ReplicaView& r : result.replicas) out.Replica(r.segment_id, r.offset);
+    for (const ReplicaView& r : result.replicas) {
+      out.Replica(r.segment_id, r.offset);
+      if (caller) out.Grant(GrantFor(GrantOp::kRead, r, result.length, got.lease_ms));
+    }
   }
   for (const SegmentInfo& info : got.segments) ToProto(info, reply->add_segments());
   reply->set_lease_ms(got.lease_ms);
@@ -302,8 +358,10 @@ grpc::Status MasterService::BatchExists(grpc::ServerContext* context, const prot
                                         proto::BatchExistsReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchExists, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
   pool->BatchExists(KeyViews(request->keys()), reply->mutable_exists());
   return grpc::Status::OK;
 }
@@ -312,8 +370,10 @@ grpc::Status MasterService::BatchRemove(grpc::ServerContext* context, const prot
                                         proto::BatchKeysReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kBatchRemove, request->keys_size());
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused);
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
   if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
   ToProto(pool->BatchRemove(KeyViews(request->keys())), reply);
   return grpc::Status::OK;
 }
@@ -322,7 +382,8 @@ grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::Stat
                                  proto::StatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kStat, 0);
   grpc::Status refused;
-  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused);
+  std::optional<TenantClaim> caller;  // tenants too: counters, never keys
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kStore, &refused, &caller);
   if (!pool) return refused;
   PoolStats stats = pool->Stat();
   reply->set_objects(stats.objects);
@@ -345,7 +406,8 @@ grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::Stat
 grpc::Status MasterService::Describe(grpc::ServerContext* context, const proto::DescribeRequest*,
                                      proto::DescribeReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kDescribe, 0);
-  if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
+  std::optional<TenantClaim> caller;
+  if (grpc::Status admitted = Admit(context, &caller); !admitted.ok()) return admitted;
   reply->set_master_id(identity_.master_id);
   reply->set_part(identity_.part);
   return grpc::Status::OK;

@@ -11,12 +11,16 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/access_grant.h"
+#include "common/shared_secret.h"
 #include "master/active_pool.h"
 #include "master/pool_metadata.h"
 #include "master/rpc_metrics.h"
 #include "proto/master.grpc.pb.h"
+#include "proto/rpc_security.h"
 
 namespace kvpool::master {
 
@@ -33,15 +37,18 @@ class MasterService final : public proto::Master::Service {
   // bounded by half the time left to the call's deadline).
   static constexpr std::chrono::milliseconds kIndexPollWait{500};
 
-  // REQUIRES: `pool` and `metrics` outlive the service. `auth_token`: what every call must
-  // carry (proto::RpcToken of the pool's secret; "" answers anyone). `index_poll_wait`:
-  // kIndexPollWait but in tests and the fuzzer, which call the handlers without a deadline.
-  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity, std::string auth_token = "",
+  // REQUIRES: `pool` and `metrics` outlive the service. `secret`: the pool's; every call must
+  // prove it, or a tenant's key derived from it (proto/rpc_security.h); none answers anyone.
+  // `index_poll_wait`: kIndexPollWait but in tests and the fuzzer, which call the handlers
+  // without a deadline.
+  MasterService(const ActivePool* pool, RpcMetrics* metrics, MasterIdentity identity,
+                std::optional<SharedSecret> secret = std::nullopt,
                 std::chrono::milliseconds index_poll_wait = kIndexPollWait)
       : pool_(pool),
         metrics_(metrics),
         identity_(std::move(identity)),
-        auth_token_(std::move(auth_token)),
+        secret_(std::move(secret)),
+        pool_token_(secret_ ? proto::RpcToken(*secret_) : std::string()),
         index_poll_wait_(index_poll_wait) {}
 
   // A leader handing over: refuse new client work (puts, reads, removals) while the stores
@@ -83,17 +90,27 @@ class MasterService final : public proto::Master::Service {
     kClientWork,  // new client work: neither while handing over nor while stores rejoin
   };
   // The pool to serve a call with; null (and `*status` set) when the caller did not prove the
-  // pool's secret (UNAUTHENTICATED), this master does not lead or the call must wait (see CallKind).
-  std::shared_ptr<PoolMetadata> Serving(const grpc::ServerContext* context, CallKind kind, grpc::Status* status) const;
-  // UNAUTHENTICATED unless the call carries auth_token_.
-  grpc::Status Admit(const grpc::ServerContext* context) const;
+  // pool's secret or a tenant's key (UNAUTHENTICATED), this master does not lead or the call
+  // must wait (see CallKind). `*caller`: the tenant that called, none for the pool's secret.
+  std::shared_ptr<PoolMetadata> Serving(const grpc::ServerContext* context, CallKind kind, grpc::Status* status,
+                                        std::optional<TenantClaim>* caller) const;
+  // UNAUTHENTICATED unless the call proves the pool's secret or a tenant's key.
+  grpc::Status Admit(const grpc::ServerContext* context, std::optional<TenantClaim>* caller) const;
+  // PERMISSION_DENIED for a tenant: what stores do (mount, heartbeat, index) is the pool's own.
+  static grpc::Status PoolOnly(const std::optional<TenantClaim>& caller, std::string_view what);
+  // PERMISSION_DENIED when a tenant names a key or group outside its namespaces.
+  static grpc::Status MayUse(const std::optional<TenantClaim>& caller,
+                             const google::protobuf::RepeatedPtrField<std::string>& keys);
+  // To a tenant, a grant for every replica of `replicas` (common/access_grant.h).
+  AccessGrant GrantFor(GrantOp op, const ReplicaView& replica, uint64_t length, uint64_t valid_ms) const;
 
   const ActivePool* const pool_;
   std::atomic<bool> refuse_new_work_{false};
   std::atomic<int64_t> stores_only_until_ns_{0};  // steady clock
   RpcMetrics* const metrics_;
   const MasterIdentity identity_;
-  const std::string auth_token_;
+  const std::optional<SharedSecret> secret_;
+  const std::string pool_token_;  // RpcToken of secret_
   const std::chrono::milliseconds index_poll_wait_;
 };
 

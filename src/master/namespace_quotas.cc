@@ -4,11 +4,6 @@
 
 namespace kvpool::master {
 
-std::string_view NamespaceOf(std::string_view name) {
-  const size_t slash = name.find('/');
-  return slash == std::string_view::npos ? std::string_view() : name.substr(0, slash);
-}
-
 uint64_t NamespaceQuotas::QuotaOf(std::string_view ns) const {
   const auto it = options_.bytes.find(ns);
   return it != options_.bytes.end() ? it->second : options_.default_bytes;

@@ -20,10 +20,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/tenant_claim.h"
+
 namespace kvpool::master {
 
-// The namespace of a key or group name: everything before its first '/', "" if none.
-std::string_view NamespaceOf(std::string_view name);
+using kvpool::NamespaceOf;  // common/tenant_claim.h
 
 struct QuotaOptions {
   std::map<std::string, uint64_t, std::less<>> bytes;  // namespace -> quota; 0 = no quota

@@ -30,6 +30,12 @@ void LookupReplyWriter::Replica(uint64_t segment_id, uint64_t offset) {
   reply_->add_replicas(offset);
 }
 
+void LookupReplyWriter::Grant(const AccessGrant& grant) {
+  uint8_t wire[AccessGrant::kWireSize];
+  EncodeGrant(grant, wire);
+  reply_->mutable_grants()->append(reinterpret_cast<const char*>(wire), sizeof(wire));
+}
+
 Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasReply& reply, size_t keys) {
   const auto malformed = [&](std::string_view what) {
     return Internal(fmt::format("master answered BatchGetReplicas for {} keys with a malformed reply: {}",
@@ -56,6 +62,10 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
   if (words != static_cast<uint64_t>(reply.replicas_size())) {
     return malformed(fmt::format("{} replica words where the counts say {}", reply.replicas_size(), words));
   }
+  const size_t grant_bytes = static_cast<size_t>(words / 2) * AccessGrant::kWireSize;
+  if (!reply.grants().empty() && reply.grants().size() != grant_bytes) {
+    return malformed(fmt::format("{} bytes of grants for {} replicas", reply.grants().size(), words / 2));
+  }
   std::vector<LookupEntry> out(keys);
   const std::span<const uint64_t> all(reply.replicas().data(), static_cast<size_t>(reply.replicas_size()));
   size_t miss = 0, hit = 0, word = 0;
@@ -70,6 +80,9 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
     e.checksum = reply.checksums(static_cast<int>(hit));
     e.length = reply.lengths(static_cast<int>(hit++));
     e.replica_words = all.subspan(word, n);
+    if (!reply.grants().empty()) {
+      e.grants = std::string_view(reply.grants()).substr(word / 2 * AccessGrant::kWireSize, n / 2 * AccessGrant::kWireSize);
+    }
     word += n;
   }
   return out;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/access_grant.h"
 #include "common/status.h"
 #include "proto/master.pb.h"
 
@@ -24,6 +25,8 @@ class LookupReplyWriter {
   // `checksum` is its writer's (common/checksum.h).
   void Hit(uint64_t length, uint64_t checksum, uint32_t replicas);
   void Replica(uint64_t segment_id, uint64_t offset);
+  // The read grant of the replica just added; a tenant's answer has one for every replica.
+  void Grant(const AccessGrant& grant);
 
  private:
   proto::BatchGetReplicasReply* reply_;
@@ -36,10 +39,15 @@ struct LookupEntry {
   uint64_t length = 0;                  // code == OK
   uint64_t checksum = 0;                // code == OK: the writer's checksum of the value
   std::span<const uint64_t> replica_words;  // code == OK: (segment_id, offset) pairs
+  std::string_view grants;                  // code == OK, to a tenant: a grant per replica; else empty
 
   size_t replicas() const { return replica_words.size() / 2; }
   uint64_t segment_id(size_t r) const { return replica_words[2 * r]; }
   uint64_t offset(size_t r) const { return replica_words[2 * r + 1]; }
+  AccessGrant grant(size_t r) const {
+    if (grants.empty()) return {};
+    return DecodeGrant(reinterpret_cast<const uint8_t*>(grants.data()) + r * AccessGrant::kWireSize);
+  }
 };
 
 // One entry per key, in request order; an Internal error when the reply does not describe

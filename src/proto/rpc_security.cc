@@ -13,33 +13,42 @@ constexpr std::string_view kGrpcPurpose = "master-grpc";
 // Adds the token to every call's initial metadata.
 class AddToken final : public grpc::experimental::Interceptor {
  public:
-  explicit AddToken(std::string token) : token_(std::move(token)) {}
+  AddToken(const std::string* token, const std::string* claim) : token_(token), claim_(claim) {}
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      methods->GetSendInitialMetadata()->emplace(kAuthMetadataKey, token_);
+      methods->GetSendInitialMetadata()->emplace(kAuthMetadataKey, *token_);
+      if (!claim_->empty()) methods->GetSendInitialMetadata()->emplace(kTenantMetadataKey, *claim_);
     }
     methods->Proceed();
   }
 
  private:
-  const std::string token_;
+  const std::string* const token_;  // the factory's, which outlives every call of its channel
+  const std::string* const claim_;
 };
 
 class AddTokenFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit AddTokenFactory(std::string token) : token_(std::move(token)) {}
+  explicit AddTokenFactory(const SharedSecret& key) : token_(RpcToken(key)), claim_(key.claim()) {}
   grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
-    return new AddToken(token_);
+    return new AddToken(&token_, &claim_);
   }
 
  private:
   const std::string token_;
+  const std::string claim_;  // "" for the pool's secret
 };
+
+std::string_view Metadata(const grpc::ServerContext* context, const char* key) {
+  const auto& metadata = context->client_metadata();
+  const auto found = metadata.find(key);
+  return found == metadata.end() ? std::string_view() : std::string_view(found->second.data(), found->second.size());
+}
 
 }  // namespace
 
-std::string RpcToken(const SharedSecret& secret) {
-  const SharedSecret::Proof proof = secret.Prove(kGrpcPurpose, SharedSecret::Challenge{});
+std::string RpcToken(const SharedSecret& key) {
+  const SharedSecret::Proof proof = key.Prove(kGrpcPurpose, SharedSecret::Challenge{});
   std::string hex;
   for (uint8_t b : proof) hex += fmt::format("{:02x}", b);
   return hex;
@@ -55,7 +64,7 @@ std::shared_ptr<grpc::Channel> SecureChannel(const std::string& address, const g
   }
   if (!credentials.secret) return grpc::CreateCustomChannel(address, channel_credentials, args);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<AddTokenFactory>(RpcToken(*credentials.secret)));
+  interceptors.push_back(std::make_unique<AddTokenFactory>(*credentials.secret));
   return grpc::experimental::CreateCustomChannelWithInterceptors(address, channel_credentials, args,
                                                                  std::move(interceptors));
 }
@@ -70,12 +79,23 @@ Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(const RpcS
   return grpc::SslServerCredentials(ssl);
 }
 
-bool CallCarriesToken(const grpc::ServerContext* context, const std::string& token) {
-  if (token.empty()) return true;
-  if (context == nullptr) return false;
-  const auto& metadata = context->client_metadata();
-  const auto found = metadata.find(kAuthMetadataKey);
-  return found != metadata.end() && ConstantTimeEqual(std::string_view(found->second.data(), found->second.size()), token);
+Result<std::optional<TenantClaim>> CallerOf(const grpc::ServerContext* context, const std::optional<SharedSecret>& pool,
+                                            const std::string& pool_token) {
+  if (!pool) return std::optional<TenantClaim>();
+  const std::string_view token = context != nullptr ? Metadata(context, kAuthMetadataKey) : std::string_view();
+  if (token.empty()) return Unauthenticated("asks for the pool's secret: give this process the pool's --auth-file");
+  const std::string_view claim = Metadata(context, kTenantMetadataKey);
+  if (claim.empty()) {
+    if (ConstantTimeEqual(token, pool_token)) return std::optional<TenantClaim>();
+    return Unauthenticated("refused the call: the caller holds another secret than the pool's");
+  }
+  auto key = pool->KeyFor(claim);
+  if (!key.ok()) return Unauthenticated(fmt::format("refused a malformed tenant claim: {}", key.status().message()));
+  if (!ConstantTimeEqual(token, RpcToken(*key))) {
+    return Unauthenticated(fmt::format("refused tenant claim '{}': its credential was not issued with the pool's secret",
+                                       claim));
+  }
+  return key->tenant();
 }
 
 Result<std::string> ReadPemFile(const std::string& path, const std::string& flag) {

@@ -6,6 +6,9 @@
 // started with the secret answers calls without it UNAUTHENTICATED. gRPC has no set-up
 // exchange to hang a fresh challenge on, so this proof is a bearer token: it never reveals the
 // secret, but a listener on a plaintext link could replay it — use TLS where links are shared.
+//
+// A tenant (common/tenant_claim.h) sends its claim as metadata "kvpool-tenant" and the token
+// made with its own key; the master derives that key from the pool's secret and the claim.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -20,9 +23,10 @@
 namespace kvpool::proto {
 
 inline constexpr char kAuthMetadataKey[] = "kvpool-auth";
+inline constexpr char kTenantMetadataKey[] = "kvpool-tenant";
 
-// The token a caller holding `secret` sends (hex, 64 characters).
-std::string RpcToken(const SharedSecret& secret);
+// The token a caller holding `key` (the pool's secret or a tenant's) sends (hex, 64 characters).
+std::string RpcToken(const SharedSecret& key);
 
 // A channel to `address` with `args` that carries `credentials`.
 std::shared_ptr<grpc::Channel> SecureChannel(const std::string& address, const grpc::ChannelArguments& args,
@@ -32,10 +36,13 @@ std::shared_ptr<grpc::Channel> SecureChannel(const std::string& address, const g
 // or the other way round.
 Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(const RpcServerSecurity& security);
 
-// True when the call carries `token` (compared in constant time); always true for an empty
-// token (no secret). A null context (handlers called directly by tests and the fuzzer) carries
-// nothing.
-bool CallCarriesToken(const grpc::ServerContext* context, const std::string& token);
+// Who made the call, for a master holding the pool's secret `pool` (whose token is
+// `pool_token`, RpcToken(pool), kept by the caller): none (the pool's secret, every namespace)
+// or the tenant whose claim and token it carries; UNAUTHENTICATED, saying why, otherwise. A
+// master without a secret answers anyone as the pool. A null context (handlers called directly
+// by tests and the fuzzer) carries nothing.
+Result<std::optional<TenantClaim>> CallerOf(const grpc::ServerContext* context, const std::optional<SharedSecret>& pool,
+                                            const std::string& pool_token);
 
 // The contents of a PEM file named on a command line; "" for "" (not given). NOT_FOUND /
 // INVALID_ARGUMENT for a file that cannot be read or holds no PEM block.

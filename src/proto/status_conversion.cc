@@ -26,6 +26,8 @@ Status FromGrpcStatus(const grpc::Status& status, std::string_view method, std::
       return Unavailable(fmt::format("master at {} unreachable ({}): {}", address, method, detail));
     case grpc::StatusCode::UNAUTHENTICATED:
       return Unauthenticated(fmt::format("master at {} refused {}: {}", address, method, detail));
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return PermissionDenied(fmt::format("master at {} refused {}: {}", address, method, detail));
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return InvalidArgument(fmt::format("master rejected {}: {}", method, detail));

@@ -20,6 +20,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
+
 #include "transfer/access_gate.h"
 #include "transfer/auth_handshake.h"
 #include "transfer/event_loop.h"
@@ -169,9 +171,14 @@ class ServerConnection final : public EventLoop::Handler,
   }
 
   bool ReadProof() {
-    if (rx_len_ >= kProofSize) {
-      if (!CheckProof(*secret_, kTcpPurpose, challenge_, rx_.data())) {
-        spdlog::warn("segment server: refused {}: it did not prove it holds the pool's secret", peer_);
+    // The fixed part says how long the whole proof (with a tenant's claim) is.
+    Result<size_t> size = rx_len_ >= kProofSize ? ProofSize(rx_.data()) : Result<size_t>(kProofSize);
+    if (rx_len_ >= kProofSize && (!size.ok() || rx_len_ >= *size)) {
+      Result<std::optional<TenantClaim>> tenant =
+          size.ok() ? CheckProof(*secret_, kTcpPurpose, challenge_, std::span<const uint8_t>(rx_.data(), *size))
+                    : Result<std::optional<TenantClaim>>(size.status());
+      if (!tenant.ok()) {
+        spdlog::warn("segment server: refused {}: {}", peer_, tenant.status().message());
         // Says why (best effort: the verdict, UNAUTHENTICATED), then reads what the client
         // sent on until it closes: closing on unread bytes would reset the connection, and the
         // client would never read the challenge or the verdict that tell it why.
@@ -184,7 +191,8 @@ class ServerConnection final : public EventLoop::Handler,
         phase_ = Phase::kRefused;
         return true;
       }
-      Consume(kProofSize);
+      Consume(*size);
+      tenant_ = std::move(tenant).value();
       request_ = RequestHeader{};  // the verdict answers request id 0
       StartResponse(StatusCode::kOk, 0);
       return true;
@@ -250,6 +258,14 @@ class ServerConnection final : public EventLoop::Handler,
       code = StatusCode::kStale;
     } else if (h.offset > entry_->segment.size || h.length > entry_->segment.size - h.offset) {
       code = StatusCode::kInvalidArgument;
+    } else if (tenant_) {
+      // A tenant reaches only what the master granted it (common/access_grant.h).
+      const Status granted = CheckGrant(*secret_, h.grant, h.op == FrameOp::kRead ? GrantOp::kRead : GrantOp::kWrite,
+                                        h.segment_id, h.offset, h.length, WallClockMs());
+      if (!granted.ok()) {
+        spdlog::warn("segment server: refused tenant '{}' at {}: {}", tenant_->name, peer_, granted.message());
+        code = StatusCode::kPermissionDenied;
+      }
     }
     if (h.op == FrameOp::kWrite && h.length > 0) {
       result_ = code;
@@ -406,6 +422,7 @@ class ServerConnection final : public EventLoop::Handler,
   UniqueFd fd_;
   const std::string peer_;
   SharedSecret::Challenge challenge_{};
+  std::optional<TenantClaim> tenant_;  // the tenant it proved; none for the pool's secret
   uint8_t challenge_bytes_[kChallengeSize] = {};
   size_t challenge_sent_ = 0;
   uint32_t interest_ = 0;

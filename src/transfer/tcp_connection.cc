@@ -150,8 +150,8 @@ bool TcpConnection::ReceiveChallenge() {
     return false;
   }
   rx_len_ = 0;
-  EncodeProof(*options_.secret, kTcpPurpose, challenge, proof_);
-  proof_left_ = kProofSize;
+  proof_ = EncodeProof(*options_.secret, kTcpPurpose, challenge);
+  proof_left_ = proof_.size();
   awaiting_challenge_ = false;
   awaiting_verdict_ = true;
   last_progress_ = std::chrono::steady_clock::now();
@@ -200,7 +200,7 @@ void TcpConnection::TakeIncoming() {
 void TcpConnection::SendSome() {
   if (!fd_.valid() || connecting_ || awaiting_challenge_) return;
   while (proof_left_ > 0) {
-    const ssize_t n = ::send(fd_.get(), proof_ + kProofSize - proof_left_, proof_left_, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_.get(), proof_.data() + proof_.size() - proof_left_, proof_left_, MSG_NOSIGNAL);
     if (n > 0) {
       proof_left_ -= static_cast<size_t>(n);
     } else if (n < 0 && WouldBlock(errno)) {

@@ -111,7 +111,7 @@ class TcpConnection final : public EventLoop::Handler,
   bool connecting_ = false;
   bool awaiting_challenge_ = false;     // connected, the server's challenge not read yet
   bool awaiting_verdict_ = false;       // proof sent (or being sent), the server's answer not read yet
-  uint8_t proof_[kProofSize] = {};      // sent before the first frame
+  std::vector<uint8_t> proof_;         // sent before the first frame
   size_t proof_left_ = 0;               // bytes of proof_ not sent yet (its tail)
   uint32_t interest_ = 0;
   std::chrono::steady_clock::time_point connect_started_;

@@ -20,7 +20,7 @@ Status CheckPrefix(const uint8_t* in, FrameOp* op) {
 }  // namespace
 
 // Request: magic u32 | version u8 | op u8 | reserved u16 (0) | request_id u64 |
-//          segment_id u64 | offset u64 | length u64
+//          segment_id u64 | offset u64 | length u64 | grant (40 bytes, EncodeGrant)
 void EncodeRequestHeader(const RequestHeader& h, uint8_t out[RequestHeader::kSize]) {
   PutField<uint32_t>(out, 0, kFrameMagic);
   out[4] = kFrameVersion;
@@ -30,6 +30,7 @@ void EncodeRequestHeader(const RequestHeader& h, uint8_t out[RequestHeader::kSiz
   PutField<uint64_t>(out, 16, h.segment_id);
   PutField<uint64_t>(out, 24, h.offset);
   PutField<uint64_t>(out, 32, h.length);
+  EncodeGrant(h.grant, out + 40);
 }
 
 Status DecodeRequestHeader(const uint8_t in[RequestHeader::kSize], RequestHeader* h) {
@@ -39,6 +40,7 @@ Status DecodeRequestHeader(const uint8_t in[RequestHeader::kSize], RequestHeader
   h->segment_id = GetField<uint64_t>(in, 16);
   h->offset = GetField<uint64_t>(in, 24);
   h->length = GetField<uint64_t>(in, 32);
+  h->grant = DecodeGrant(in + 40);
   if (h->length > kMaxFramePayload) {
     return InvalidArgument(fmt::format("frame length {} exceeds {}", h->length, kMaxFramePayload));
   }

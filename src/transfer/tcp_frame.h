@@ -5,24 +5,26 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/access_grant.h"
 #include "common/status.h"
 
 namespace kvpool::transfer {
 
 inline constexpr uint32_t kFrameMagic = 0x5450564B;  // "KVPT" on the wire
-inline constexpr uint8_t kFrameVersion = 1;
+inline constexpr uint8_t kFrameVersion = 2;  // 2: requests carry a grant
 // The server closes a connection whose frame claims more payload than this.
 inline constexpr uint64_t kMaxFramePayload = uint64_t{64} << 20;
 
 enum class FrameOp : uint8_t { kRead = 1, kWrite = 2 };
 
 struct RequestHeader {
-  static constexpr size_t kSize = 40;
+  static constexpr size_t kSize = 40 + AccessGrant::kWireSize;
   FrameOp op = FrameOp::kRead;
   uint64_t request_id = 0;
   uint64_t segment_id = 0;
   uint64_t offset = 0;
   uint64_t length = 0;
+  AccessGrant grant;  // what a tenant's connection must show (common/access_grant.h); else ignored
 };
 
 struct ResponseHeader {

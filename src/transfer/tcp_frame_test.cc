@@ -14,6 +14,7 @@ TEST(TcpFrameTest, RequestHeaderRoundTrips) {
   in.segment_id = 42;
   in.offset = 1ull << 40;
   in.length = 4 << 20;
+  in.grant = {1'800'000'000'000, 1ull << 39, 1ull << 41, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
   uint8_t wire[RequestHeader::kSize];
   EncodeRequestHeader(in, wire);
   EXPECT_EQ(std::memcmp(wire, "KVPT", 4), 0);  // magic reads "KVPT" on the wire
@@ -24,6 +25,10 @@ TEST(TcpFrameTest, RequestHeaderRoundTrips) {
   EXPECT_EQ(out.segment_id, 42u);
   EXPECT_EQ(out.offset, in.offset);
   EXPECT_EQ(out.length, in.length);
+  EXPECT_EQ(out.grant.expiry_unix_ms, in.grant.expiry_unix_ms);
+  EXPECT_EQ(out.grant.offset, in.grant.offset);
+  EXPECT_EQ(out.grant.length, in.grant.length);
+  EXPECT_EQ(out.grant.mac, in.grant.mac);
 }
 
 TEST(TcpFrameTest, ResponseHeaderRoundTrips) {
@@ -52,7 +57,7 @@ TEST(TcpFrameTest, RejectsMalformedRequests) {
   bad[0] ^= 1;  // magic
   EXPECT_EQ(DecodeRequestHeader(bad, &out).code(), StatusCode::kInvalidArgument);
   std::memcpy(bad, good, sizeof(bad));
-  bad[4] = 2;  // version
+  bad[4] = 1;  // version 1: headers without grants
   EXPECT_FALSE(DecodeRequestHeader(bad, &out).ok());
   std::memcpy(bad, good, sizeof(bad));
   bad[5] = 7;  // op

@@ -80,6 +80,7 @@ class TcpChannel final : public SegmentChannel {
         f.header.segment_id = segment_id_;
         f.header.offset = op.offset + done;
         f.header.length = std::min(chunk_bytes_, op.length - done);
+        f.header.grant = op.grant;  // covers the whole op, so every chunk of it
         f.local = op.local + done;
         f.batch = batch;
         f.index = op.index;

@@ -89,7 +89,10 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint)) return Status::Ok();
   }
   std::shared_ptr<SegmentChannel> channel;
-  if (impl_->options.allow_shm && endpoint.host_id == impl_->host_id && !endpoint.shm_socket.empty()) {
+  // A tenant never maps a segment: the whole segment, every namespace's bytes, would be its
+  // to read. It reads over tcp, inside the master's grants.
+  const bool tenant = impl_->options.secret && impl_->options.secret->tenant();
+  if (impl_->options.allow_shm && !tenant && endpoint.host_id == impl_->host_id && !endpoint.shm_socket.empty()) {
     auto shm = impl_->shm.Open(endpoint);
     if (shm.ok()) {
       channel = std::move(shm.value());
@@ -151,7 +154,7 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         groups.emplace_back(route.channel, std::vector<ChannelOp>{});
         group = groups.end() - 1;
       }
-      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i});
+      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant});
     }
   }
   for (auto& [channel, ops] : groups) channel->Submit(ops, batch);

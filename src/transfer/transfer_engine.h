@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/access_grant.h"
 #include "common/shared_secret.h"
 #include "common/status.h"
 
@@ -44,6 +45,9 @@ struct TransferRequest {
   uint64_t segment_id = 0;
   uint64_t offset = 0;
   uint64_t length = 0;
+  // The master's grant for this range (common/access_grant.h): what a tenant's request must
+  // carry; empty for the pool's own secret.
+  AccessGrant grant;
 };
 
 struct TransferOptions {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -14,7 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include "common/clock.h"
+#include "transfer/auth_handshake.h"
 #include "transfer/segment_server.h"
+#include "transfer/unique_fd.h"
+#include "transfer/wire_bytes.h"
 #include "transfer/memfd_region.h"
 
 namespace kvpool::transfer {
@@ -300,6 +305,59 @@ TEST_P(TransferAuthTest, AClientWithASecretTrustsNoStoreThatDoesNotAsk) {
   Status s = RoundTrip(open_store, PoolSecret());
   EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
   EXPECT_NE(s.message().find("did not ask"), std::string::npos) << s.ToString();
+}
+
+// A tenant (common/tenant_claim.h) is served on tcp only, and only inside the master's grants:
+// its key proves who it is, the grant what it may touch.
+TEST(TenantTransferTest, ATenantReachesOnlyTheRangesItWasGranted) {
+  const SharedSecret pool = SharedSecret::FromBytes("the pool's secret, 32 bytes long");
+  StoreFixture store(pool);
+  TransferOptions options;
+  options.connect_timeout = std::chrono::milliseconds(500);
+  options.secret = pool.ForTenant(TenantClaim::Parse("team-a:ns-a").value());
+  TransferEngine engine(options);  // may use shm (same host), but a tenant never maps a segment
+  ASSERT_TRUE(engine.OpenSegment(store.Endpoint(kSegment, kSegmentSize)).ok());
+  EXPECT_EQ(engine.TransportFor(kSegment), "tcp");
+
+  const int64_t later = WallClockMs() + 60'000;
+  auto bytes = RandomBytes(256 << 10, 7);
+  std::vector<char> back(bytes.size());
+  const auto write_grant = IssueGrant(pool, GrantOp::kWrite, kSegment, 8192, bytes.size(), later);
+  const auto read_grant = IssueGrant(pool, GrantOp::kRead, kSegment, 8192, bytes.size(), later);
+  TransferRequest write{OpKind::kWrite, bytes.data(), kSegment, 8192, bytes.size(), write_grant};
+  ASSERT_TRUE(engine.Transfer({&write, 1}, Soon()).ok());
+  TransferRequest read{OpKind::kRead, back.data(), kSegment, 8192, back.size(), read_grant};
+  ASSERT_TRUE(engine.Transfer({&read, 1}, Soon()).ok());
+  EXPECT_EQ(back, bytes);
+
+  // No grant, a grant for the other op, a range beyond the grant, an expired grant, one the
+  // tenant forged with its own key: each PERMISSION_DENIED, and the connection serves on.
+  const std::vector<std::pair<const char*, AccessGrant>> refused = {
+      {"none", AccessGrant{}},
+      {"a write grant for a read", write_grant},
+      {"a grant of the first 4 KiB only", IssueGrant(pool, GrantOp::kRead, kSegment, 8192, 4096, later)},
+      {"expired", IssueGrant(pool, GrantOp::kRead, kSegment, 8192, bytes.size(), WallClockMs() - 10'000)},
+      {"forged with the tenant's own key", IssueGrant(*options.secret, GrantOp::kRead, kSegment, 8192, bytes.size(), later)},
+  };
+  for (const auto& [why, grant] : refused) {
+    TransferRequest r{OpKind::kRead, back.data(), kSegment, 8192, back.size(), grant};
+    const Status s = engine.Transfer({&r, 1}, Soon());
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << why << ": " << s.ToString();
+  }
+  ASSERT_TRUE(engine.Transfer({&read, 1}, Soon()).ok());
+
+  // The shm socket refuses a tenant outright: a mapped segment is every namespace's bytes.
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = store.Endpoint(kSegment, kSegmentSize).shm_socket;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_TRUE(ProveSecret(fd.get(), *options.secret, kShmPurpose, "store", Soon()).ok());
+  uint8_t reply[64];
+  const ssize_t n = ::recv(fd.get(), reply, sizeof(reply), 0);
+  ASSERT_GE(n, 8);
+  EXPECT_EQ(GetField<uint16_t>(reply, 6), static_cast<uint16_t>(StatusCode::kUnauthenticated));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransferAuthTest, ::testing::Values("shm", "tcp"),

@@ -25,6 +25,7 @@ struct ChannelOp {
   uint64_t offset = 0;
   uint64_t length = 0;
   size_t index = 0;
+  AccessGrant grant;  // TransferRequest::grant
 };
 
 class SegmentChannel {
