@@ -35,6 +35,17 @@ Result<std::unique_ptr<Client>> ConnectWith(const std::string& master, std::opti
   return Client::Connect(o);
 }
 
+// A small store that means to join the pool of `master` with `secret`.
+store::StorageOptions StoreJoining(const std::string& master, std::optional<SharedSecret> secret) {
+  store::StorageOptions so;
+  so.master_address = master;
+  so.memory_bytes = 4 << 20;
+  so.use_huge_pages = false;
+  so.rpc_timeout = 2s;
+  so.credentials.secret = std::move(secret);
+  return so;
+}
+
 TEST(ClientAuthTest, OnlyHoldersOfThePoolsSecretAreServed) {
   auto pool = embedded::EmbeddedPool::Start({.memory_bytes = 8 << 20, .secret = kPoolSecret});
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();  // its store proved the secret to mount
@@ -55,12 +66,7 @@ TEST(ClientAuthTest, OnlyHoldersOfThePoolsSecretAreServed) {
   EXPECT_NE(impostor.status().message().find("another secret"), std::string::npos) << impostor.status().ToString();
 
   // A store without the secret cannot join, and nothing of it is left behind.
-  store::StorageOptions so;
-  so.master_address = (*pool)->address();
-  so.memory_bytes = 4 << 20;
-  so.use_huge_pages = false;
-  so.rpc_timeout = 2s;
-  auto store = store::StorageService::Start(so);
+  auto store = store::StorageService::Start(StoreJoining((*pool)->address(), std::nullopt));
   EXPECT_EQ(store.status().code(), StatusCode::kUnauthenticated) << store.status().ToString();
 
   // The holder is still served, and its value is intact.
@@ -119,13 +125,9 @@ TEST(ClientAuthTest, ATenantReachesOnlyItsOwnNamespaces) {
   EXPECT_EQ(ConnectWith((*pool)->address(), forged).status().code(), StatusCode::kUnauthenticated);
 
   // A tenant cannot join the pool as a store.
-  store::StorageOptions so;
-  so.master_address = (*pool)->address();
-  so.memory_bytes = 4 << 20;
-  so.use_huge_pages = false;
-  so.rpc_timeout = 2s;
-  so.credentials.secret = kPoolSecret.ForTenant(TenantClaim::Parse("team-a:a").value());
-  EXPECT_FALSE(store::StorageService::Start(so).ok());
+  auto store = store::StorageService::Start(
+      StoreJoining((*pool)->address(), kPoolSecret.ForTenant(TenantClaim::Parse("team-a:a").value())));
+  EXPECT_EQ(store.status().code(), StatusCode::kPermissionDenied) << store.status().ToString();
 
   // Team B's value is untouched; the pool's own secret reads both.
   auto b = (*admin)->Get("b/history");
