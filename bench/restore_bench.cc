@@ -12,13 +12,16 @@
 //            (the GPU DMAs from it);
 //   staged — every window is first read into the staging buffer (pinned for a GPU) by the
 //            client, then unpacked from there.
-// With checksums, each window's objects are hashed on the CPU (RestoreOptions::
-// checksum_threads at once) while the unpack copies them.
+// With checksums, every object is checked as the engine does in service: staged objects are
+// hashed by the transport as they land in staging; mapped ones on RestoreOptions::
+// checksum_threads helpers while the unpack copies them.
 // The four modes take turns within each repetition, so load from elsewhere hits them alike.
 // Every restored token-layer is compared with what was put before anything is timed.
 //
 // Usage: restore_bench [--device gpu|cpu] [--tokens N] [--layers L] [--bytes B] [--workers W]
-//                      [--reps R] [--json FILE]
+//                      [--copy-threads C] [--checksum-threads H] [--reps R] [--json FILE]
+// --copy-threads: the client's shm_copy_threads (default 4); --checksum-threads: the engine's
+// checksum_threads (default 0, its own choice).
 // Default device: gpu when built with CUDA and one is present, else cpu.
 // Exit 1 on a mismatch or a failed restore.
 #if KVPOOL_WITH_CUDA
@@ -207,7 +210,7 @@ struct Mode {
 int main(int argc, char** argv) {
   uint64_t tokens = 131072;
   uint32_t layers = 20, bytes_per_token_layer = 624, workers = 4;
-  int reps = 7;
+  int reps = 7, copy_threads = 4, checksum_threads = 0;
   int device = DefaultDevice();
   const char* json = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -217,6 +220,8 @@ int main(int argc, char** argv) {
     else if (flag == "--bytes") bytes_per_token_layer = std::atoi(argv[i + 1]);
     else if (flag == "--workers") workers = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (flag == "--copy-threads") copy_threads = std::atoi(argv[i + 1]);
+    else if (flag == "--checksum-threads") checksum_threads = std::atoi(argv[i + 1]);
     else if (flag == "--device") device = std::string(argv[i + 1]) == "cpu" ? -1 : 0;
     else if (flag == "--json") json = argv[i + 1];
     else {
@@ -256,7 +261,7 @@ int main(int argc, char** argv) {
   CHECK_OK(pool.status());
   client::ClientOptions co;
   co.pool = client::PoolParts::Single((*pool)->address());
-  co.transfer.shm_copy_threads = 4;
+  co.transfer.shm_copy_threads = copy_threads;
   auto client = client::Client::Connect(co);
   CHECK_OK(client.status());
   PoolChunkStore store(client->get());
@@ -300,6 +305,7 @@ int main(int argc, char** argv) {
     o.staging_bytes_per_stage = uint64_t{256} << 20;
     o.unpack_from_mapped_segments = mode.mapped;
     o.verify_checksums = mode.checksums;
+    o.checksum_threads = checksum_threads;
     auto engine = RestoreEngine::Create(&store, ns, {StageDevice{cache.cache(), device}}, o, &mode.metrics);
     CHECK_OK(engine.status());
     mode.engine = std::move(engine).value();
@@ -347,6 +353,7 @@ int main(int argc, char** argv) {
   if (json) {
     nlohmann::json out = {{"device", device >= 0 ? "gpu" : "cpu"}, {"tokens", tokens},
                           {"history_bytes", history_bytes},     {"workers", workers},
+                          {"copy_threads", copy_threads},       {"checksum_threads", checksum_threads},
                           {"reps", reps},                       {"reference", reference},
                           {"reference_gbps", reference_gbps},   {"verified", ok}};
     for (const Mode& m : modes) {

@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUNS=${RUNS:-10000000}
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
 status=0
+# A failed target's log and input stay for a regression test.
+trap 'if [ "$status" = 0 ]; then rm -rf "$OUT"; else echo "bench-fuzz-long: logs and failing inputs kept in $OUT" >&2; fi' EXIT
 OUT=$OUT ./scripts/fuzz.sh "${MAX_SECONDS:-3600}" "$@" || status=$?
 /usr/bin/python3 - "$OUT/summary.jsonl" "$RUNS" "${MAX_SECONDS:-3600}" <<'PY'
 # Targets run now replace their rows; rows of targets not run now are kept with their own date,

@@ -251,23 +251,26 @@ struct Client::Impl {
         for (const Pending& p : pending) results[p.j] = Timeout("lease ended before the read could start");
         break;
       }
+      // The transports hash what they read as it lands (a value read once, from cache).
+      std::vector<uint64_t> checksums(pending.size(), 0);
       std::vector<transfer::TransferRequest> requests;
       requests.reserve(pending.size());
-      for (const Pending& p : pending) {
+      for (size_t q = 0; q < pending.size(); ++q) {
+        const Pending& p = pending[q];
         const LookupResult::Replica& r = (*p.replicas)[attempt];
-        requests.push_back({transfer::OpKind::kRead, p.buffer.data(), r.segment_id, r.offset, p.buffer.size(), r.grant});
+        requests.push_back({transfer::OpKind::kRead, p.buffer.data(), r.segment_id, r.offset, p.buffer.size(), r.grant,
+                            verify && p.buffer.size() <= transfer::kMaxHashedReadBytes ? &checksums[q] : nullptr});
       }
       std::vector<Status> per_request;
       (void)engine.Transfer(requests, deadline, &per_request);
       per_request.resize(requests.size(), Internal("transfer engine lost a result"));
       const bool lease_over = Now() > lease_end;
-      // Every value read in time is hashed, on the checksum pool's threads at once.
-      std::vector<uint64_t> checksums(requests.size(), 0);
+      // Values too long to hash as they land are hashed now, on the checksum pool's threads.
       if (verify && !lease_over) {
         std::vector<std::span<const std::byte>> values;
         std::vector<size_t> read;
         for (size_t q = 0; q < requests.size(); ++q) {
-          if (!per_request[q].ok()) continue;
+          if (!per_request[q].ok() || requests[q].checksum != nullptr) continue;
           values.push_back(pending[q].buffer);
           read.push_back(q);
         }

@@ -10,7 +10,7 @@
 //
 // Checksums: every value put carries its writer's checksum (common/checksum.h, computed here
 // before the put starts), and every read checks the bytes it read against it before
-// answering: a mismatch is tried on the object's next copy, else CORRUPT — never wrong bytes.
+// answering — hashed by the transport as they land, while still in cache: a mismatch is tried on the object's next copy, else CORRUPT — never wrong bytes.
 //
 // Zero copy: Put/BatchPut write straight from the caller's memory and GetInto/BatchGetInto
 // read straight into it. Buffers used repeatedly should be registered (RegisterBuffer) so
@@ -42,8 +42,9 @@ struct ClientOptions {
   // that did not answer is asked again on every call (for tools that show a degraded pool).
   bool allow_unreachable_parts = false;
   std::chrono::milliseconds lease{0};                 // read lease to ask for; 0 => the master's default
-  // Threads that hash one read's values, counting the reading thread: a core hashes values
-  // from memory at ~8-15 GB/s, so a fast read needs several.
+  // Threads that hash one read's values longer than transfer::kMaxHashedReadBytes (shorter
+  // ones are hashed by the transport as they land), counting the reading thread: a core
+  // hashes values from memory at ~8-15 GB/s, so a fast read needs several.
   int checksum_threads = 4;
   // The pool's secret (--auth-file), proven to every master and store, and the masters' TLS CA
   // (--tls-ca). The secret replaces transfer.secret.
@@ -64,10 +65,12 @@ using ValueBuffer = std::span<std::byte>;
 
 // Who checks the values a read brought in against their checksums.
 enum class ChecksumCheck {
-  kBeforeAnswer,  // the read: a value that does not match is tried on its next copy, else CORRUPT
-  // The caller, before it uses the bytes (LookupResult::checksum): the restore does, while the
-  // GPU copies them out of the buffers.
-  kByCaller,
+  // The read: the transport hashes each value as it lands; one that does not match is tried
+  // on its next copy, else CORRUPT.
+  kBeforeAnswer,
+  // No check: what benchmarks measure the check's cost against, and tests whose bad bytes
+  // must reach a later check. Never in service.
+  kNone,
 };
 
 // The result of BatchLookup: where each found key's bytes are, under a read lease that holds

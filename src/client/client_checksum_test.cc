@@ -24,14 +24,19 @@ std::string RandomValue(size_t n, uint32_t seed) {
 
 ValueView View(const std::string& s) { return std::as_bytes(std::span(s)); }
 
-class ClientChecksumTest : public ::testing::Test {
+// Every read is hashed by the transport as it lands: over shm and over tcp alike.
+class ClientChecksumTest : public ::testing::TestWithParam<const char*> {
  protected:
-  void SetUp() override {
-    auto pool = embedded::EmbeddedPool::Start({.memory_bytes = 16 << 20});
+  void SetUp() override { StartPool(16 << 20); }
+
+  void StartPool(uint64_t memory_bytes) {
+    client_.reset();
+    auto pool = embedded::EmbeddedPool::Start({.memory_bytes = memory_bytes});
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     pool_ = std::move(pool).value();
     ClientOptions o;
     o.pool = PoolParts::Single(pool_->address());
+    o.transfer.allow_shm = std::string(GetParam()) == "shm";
     auto c = Client::Connect(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
@@ -55,7 +60,7 @@ class ClientChecksumTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(ClientChecksumTest, AFlippedBitInTheStoreIsAMissNeverBytesServed) {
+TEST_P(ClientChecksumTest, AFlippedBitInTheStoreIsAMissNeverBytesServed) {
   const std::string value = RandomValue(1 << 20, 1), other = RandomValue(4096, 2);
   ASSERT_TRUE(client_->Put("bad", View(value)).ok());
   ASSERT_TRUE(client_->Put("good", View(other)).ok());
@@ -83,7 +88,7 @@ TEST_F(ClientChecksumTest, AFlippedBitInTheStoreIsAMissNeverBytesServed) {
   EXPECT_EQ(*again, value);
 }
 
-TEST_F(ClientChecksumTest, ABadCopyIsSkippedForAGoodOne) {
+TEST_P(ClientChecksumTest, ABadCopyIsSkippedForAGoodOne) {
   StartSecondStore();
   const std::string value = RandomValue(256 << 10, 3);
   ASSERT_TRUE(client_->Put("twice", View(value), PutOptions{.replicas = 2}).ok());
@@ -98,13 +103,29 @@ TEST_F(ClientChecksumTest, ABadCopyIsSkippedForAGoodOne) {
 }
 
 // What a reader of mapped bytes checks them against (the restore's zero-copy path).
-TEST_F(ClientChecksumTest, TheLookupCarriesTheWritersChecksum) {
+TEST_P(ClientChecksumTest, TheLookupCarriesTheWritersChecksum) {
   const std::string value = RandomValue(8192, 4);
   ASSERT_TRUE(client_->Put("k", View(value)).ok());
   auto lookup = client_->BatchLookup(std::vector<std::string>{"k"});
   ASSERT_TRUE(lookup.length(0).ok());
   EXPECT_EQ(lookup.checksum(0), Checksum(View(value)));
 }
+
+// A value too long for the transport to hash as it lands is hashed after the read instead.
+TEST_P(ClientChecksumTest, AValueTooLongToHashAsItLandsIsCheckedAfterTheRead) {
+  StartPool(80 << 20);
+  const std::string value = RandomValue(transfer::kMaxHashedReadBytes + 4096, 5);
+  ASSERT_TRUE(client_->Put("long", View(value)).ok());
+  auto got = client_->Get("long");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(*got == value);
+  ASSERT_TRUE(store::testing::FlipBitOfStoredValue(pool_->store(), View(value)));
+  EXPECT_EQ(client_->Get("long").status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(client_->checksum_mismatches(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ClientChecksumTest, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace kvpool::client

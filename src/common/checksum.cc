@@ -1,8 +1,11 @@
 #include "common/checksum.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #if defined(__x86_64__)
 #include <xxh_x86dispatch.h>
@@ -18,6 +21,46 @@ uint64_t Checksum(const void* data, size_t length) {
 #else
   return XXH3_64bits(data, length);
 #endif
+}
+
+struct ChecksumStream::State {
+  State() : xxh(XXH3_createState()) {
+    if (xxh == nullptr) throw std::bad_alloc();
+    XXH3_64bits_reset(xxh);
+  }
+  ~State() { XXH3_freeState(xxh); }
+  XXH3_state_t* xxh;
+};
+
+ChecksumStream::ChecksumStream() : state_(std::make_unique<State>()) {}
+ChecksumStream::~ChecksumStream() = default;
+
+void ChecksumStream::Update(const void* data, size_t length) {
+#if defined(__x86_64__)
+  XXH3_64bits_update_dispatch(state_->xxh, data, length);
+#else
+  XXH3_64bits_update(state_->xxh, data, length);
+#endif
+}
+
+uint64_t ChecksumStream::Digest() const { return XXH3_64bits_digest(state_->xxh); }
+
+uint64_t CopyWithChecksum(void* dst, const void* src, size_t length) {
+  // Small enough to stay in a core's L2 between the copy and the hash.
+  constexpr size_t kPiece = 64 << 10;
+  if (length <= kPiece) {
+    if (length > 0) std::memcpy(dst, src, length);  // an empty value may have no address
+    return Checksum(dst, length);
+  }
+  ChecksumStream stream;
+  auto* out = static_cast<std::byte*>(dst);
+  const auto* in = static_cast<const std::byte*>(src);
+  for (size_t done = 0; done < length; done += kPiece) {
+    const size_t n = std::min(kPiece, length - done);
+    std::memcpy(out + done, in + done, n);
+    stream.Update(out + done, n);
+  }
+  return stream.Digest();
 }
 
 // One value per task; the caller waits for the tasks helpers claimed, not only for the claims.

@@ -21,6 +21,27 @@ namespace kvpool {
 uint64_t Checksum(const void* data, size_t length);
 inline uint64_t Checksum(std::span<const std::byte> bytes) { return Checksum(bytes.data(), bytes.size()); }
 
+// The checksum of bytes that arrive piece by piece, in order: Digest() equals Checksum() of
+// every piece given to Update, concatenated. Hashing a piece just after it landed reads it
+// from cache instead of from memory (the transports hash what they copy in this way).
+class ChecksumStream {
+ public:
+  ChecksumStream();
+  ~ChecksumStream();
+  ChecksumStream(const ChecksumStream&) = delete;
+  ChecksumStream& operator=(const ChecksumStream&) = delete;
+  void Update(const void* data, size_t length);
+  uint64_t Digest() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// memcpy(dst, src, length) that also returns Checksum() of the bytes it wrote, hashing each
+// 64 KiB piece right after copying it, while the piece is still in cache.
+uint64_t CopyWithChecksum(void* dst, const void* src, size_t length);
+
 // out[i] = Checksum(values[i]), the values shared among `pool`'s helpers and the calling
 // thread; returns once every one is done. REQUIRES: out.size() == values.size().
 void ChecksumAll(HelperPool& pool, std::span<const std::span<const std::byte>> values, std::span<uint64_t> out);

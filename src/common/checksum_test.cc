@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 #include <vector>
@@ -37,6 +38,24 @@ TEST(ChecksumTest, OneFlippedBitChangesIt) {
     }
   }
   EXPECT_EQ(Checksum(bytes), good);
+}
+
+// Fed in pieces of any size, the stream gives the checksum of the whole; so does the copy.
+TEST(ChecksumTest, StreamAndCopyEqualTheWholeValuesChecksum) {
+  std::mt19937 rng(11);
+  for (size_t n : {0, 1, 240, 241, 65536, 65537, 3 << 20}) {
+    const auto bytes = RandomBytes(n, static_cast<uint32_t>(n) + 1);
+    ChecksumStream stream;
+    for (size_t done = 0; done < n;) {
+      const size_t piece = std::min<size_t>(n - done, 1 + rng() % 200000);
+      stream.Update(bytes.data() + done, piece);
+      done += piece;
+    }
+    EXPECT_EQ(stream.Digest(), Checksum(bytes)) << n << " bytes";
+    std::vector<std::byte> copy(n);
+    EXPECT_EQ(CopyWithChecksum(copy.data(), bytes.data(), n), Checksum(bytes)) << n << " bytes";
+    EXPECT_EQ(copy, bytes);
+  }
 }
 
 // A batch hashed on helper threads gives each value's own checksum, also with several callers

@@ -271,10 +271,12 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
   // Chunks lie anywhere in the segments: one unpack per chunk, all queued before one wait.
   // The checksum pool hashes them meanwhile (the GPU's copy engines, or the CPU packer on this
   // thread, copy the same bytes).
+  const bool verify = options_.verify_checksums;
   std::vector<std::span<const std::byte>> objects;
   for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
   std::vector<uint64_t> sums(objects.size());
-  std::unique_ptr<BackgroundChecksums> hashing = StartChecksums(objects, sums);
+  std::unique_ptr<BackgroundChecksums> hashing =
+      verify ? std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums) : nullptr;
   Status s;
   for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
     ChunkTransfer t;
@@ -287,7 +289,8 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     t.staging = const_cast<std::byte*>(mapped[i].data);  // Unpack only reads it
     s = packer.Unpack(t);
   }
-  const uint64_t verified = VerifiedPrefix(w, hashing, sums);  // chunks before the first that does not match
+  if (hashing) hashing->Wait();  // helps hash while the GPU copies
+  const uint64_t verified = verify ? VerifiedPrefix(w, sums) : w.chunks;  // chunks before the first that does not match
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   // Invariant 1: bytes read after the lease ended, or from a segment its store withdrew, may
@@ -318,8 +321,11 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     indices[i] = r.hit.lookup_index(w.first_hit + i, w.stage);
     buffers[i] = client::ValueBuffer(slot + i * stage.object_bytes, stage.object_bytes);
   }
-  // The checksums are checked below, while the unpack copies the window out of staging.
-  std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers, client::ChecksumCheck::kByCaller);
+  // The read checks the checksums: the transport hashes each object as it lands in staging,
+  // so no byte is read from memory twice for it.
+  std::vector<Result<uint64_t>> read =
+      store_->Read(*r.hit.lookup, indices, buffers,
+                   options_.verify_checksums ? client::ChecksumCheck::kBeforeAnswer : client::ChecksumCheck::kNone);
   // Only a gap-free prefix of the window is usable.
   uint64_t ok = 0;
   while (ok < w.chunks && ok < read.size() && read[ok].ok() && read[ok].value() == stage.object_bytes) ++ok;
@@ -327,6 +333,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     status = ok < read.size() && !read[ok].ok()
                  ? read[ok].status()
                  : Internal(fmt::format("chunk {} of stage {} has the wrong size", w.first_hit + ok, w.stage));
+    if (status.code() == StatusCode::kCorrupt) DropCorruptObject(w, ok);
   }
   metrics_->restore_bytes.fetch_add(ok * stage.object_bytes, std::memory_order_relaxed);
   if (ok == 0) return 0;
@@ -342,11 +349,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   t.num_chunks = ok;
   t.keep_tokens_below = r.hit.gpu_cached_tokens;
   t.staging = slot;
-  const std::vector<std::span<const std::byte>> objects(buffers.begin(), buffers.begin() + ok);
-  std::vector<uint64_t> sums(ok);
-  std::unique_ptr<BackgroundChecksums> hashing = StartChecksums(objects, sums);
   Status s = packer.Unpack(t);
-  const uint64_t verified = VerifiedPrefix(w, hashing, sums);
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   EndUnpack(r);
@@ -354,37 +357,29 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     status = s;
     return 0;
   }
-  if (verified < ok) {
-    status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
-  }
-  return verified;
+  return ok;
 }
 
-std::unique_ptr<BackgroundChecksums> RestoreEngine::StartChecksums(std::span<const std::span<const std::byte>> objects,
-                                                                 std::span<uint64_t> sums) {
-  if (!options_.verify_checksums) return nullptr;
-  return std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums);
-}
-
-uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::unique_ptr<BackgroundChecksums>& hashing,
-                                       std::span<const uint64_t> sums) {
-  if (!hashing) return sums.size();
-  hashing->Wait();
+uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::span<const uint64_t> sums) {
   const client::LookupResult& lookup = *w.request->hit.lookup;
   for (uint64_t i = 0; i < sums.size(); ++i) {
     if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + i, w.stage))) {
-      metrics_->restore_corrupt_objects.fetch_add(1, std::memory_order_relaxed);
-      // Dropped, best effort: left in the pool it would be every later reader's miss, and the
-      // save after this restore would find it present and not put it again.
-      const std::string key = StageObjectKey(ns_, w.request->hit.chunk_keys[w.request->hit.first_chunk + w.first_hit + i],
-                                             w.stage);
-      const std::vector<Status> removed = store_->Remove(std::span(&key, 1));
-      spdlog::warn("restore: {} does not match its checksum; {}", key,
-                   removed.at(0).ok() ? "dropped from the pool" : "could not drop it: " + removed.at(0).ToString());
+      DropCorruptObject(w, i);
       return i;
     }
   }
   return sums.size();
+}
+
+void RestoreEngine::DropCorruptObject(const Window& w, uint64_t i) {
+  metrics_->restore_corrupt_objects.fetch_add(1, std::memory_order_relaxed);
+  // Dropped, best effort: left in the pool it would be every later reader's miss, and the
+  // save after this restore would find it present and not put it again.
+  const PrefixHit& hit = w.request->hit;
+  const std::string key = StageObjectKey(ns_, hit.chunk_keys[hit.first_chunk + w.first_hit + i], w.stage);
+  const std::vector<Status> removed = store_->Remove(std::span(&key, 1));
+  spdlog::warn("restore: {} does not match its checksum; {}", key,
+               removed.at(0).ok() ? "dropped from the pool" : "could not drop it: " + removed.at(0).ToString());
 }
 
 std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_lock<std::mutex>& lock,

@@ -12,10 +12,12 @@
 // DMAs from the store's memory; the lease and the segment's served flag are checked after
 // the unpack, and a window that outlived either is discarded). Otherwise the window is one
 // ReadLookedUp into staging and one Unpack from it. Either way every object's bytes are checked
-// against their writer's checksum (common/checksum.h), hashed on checksum_threads helpers
-// while the unpack (the GPU's copy engines, or the CPU packer) copies the same bytes. An
-// object that does not match ends the window's usable prefix, so it and what follows are
-// computed instead. Stage workers take windows in order, several at a time, so one
+// against their writer's checksum (common/checksum.h) before the window counts as restored:
+// staged objects are hashed by the transport as they land in staging (read from memory once),
+// mapped ones on checksum_threads helpers while the unpack (the GPU's copy engines, or the
+// CPU packer) copies the same bytes. An object that does not match (on every replica, when staged) is dropped
+// from the pool and ends the window's usable prefix, so it and what follows are computed
+// instead. Stage workers take windows in order, several at a time, so one
 // window is read while another is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
@@ -119,13 +121,11 @@ class RestoreEngine {
   uint64_t UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
                         Status& status);
   uint64_t ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status);
-  // Starts hashing `objects` into `sums` on the checksum pool's helpers, so that they are
-  // hashed while the unpack copies them; nothing when checking is off.
-  std::unique_ptr<BackgroundChecksums> StartChecksums(std::span<const std::span<const std::byte>> objects,
-                                                    std::span<uint64_t> sums);
-  // Once `hashing` is done (the caller helps): how many of w's chunks from 0 on match their
-  // checksums before the first that does not (which is counted); `sums.size()` when off.
-  uint64_t VerifiedPrefix(const Window& w, std::unique_ptr<BackgroundChecksums>& hashing, std::span<const uint64_t> sums);
+  // How many of w's chunks from 0 on match their checksums (`sums`) before the first that
+  // does not, which is dropped (DropCorruptObject).
+  uint64_t VerifiedPrefix(const Window& w, std::span<const uint64_t> sums);
+  // Counts chunk i of `w` as corrupt and removes its object from the pool.
+  void DropCorruptObject(const Window& w, uint64_t i);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
   // Brackets one unpack: false (and nothing started) once the request was cancelled.

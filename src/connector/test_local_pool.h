@@ -67,13 +67,14 @@ class LocalPoolChunkStore final : public ChunkStore {
       } else if (std::chrono::steady_clock::now() >= found.lease_deadline()) {
         out.push_back(Timeout("lease ended before the read could start"));
       } else {
-        std::memcpy(buffers[j].data(), segment_->bytes().data() + found.offsets[i], length);
-        if (check == client::ChecksumCheck::kBeforeAnswer &&
-            Checksum(buffers[j].data(), length) != found.checksum(i)) {
-          out.push_back(Corrupt("the bytes read do not match the value's checksum"));
+        const std::byte* stored = segment_->bytes().data() + found.offsets[i];
+        bool matches = true;
+        if (check == client::ChecksumCheck::kBeforeAnswer) {
+          matches = CopyWithChecksum(buffers[j].data(), stored, length) == found.checksum(i);
         } else {
-          out.push_back(length);
+          std::memcpy(buffers[j].data(), stored, length);
         }
+        out.push_back(matches ? Result<uint64_t>(length) : Corrupt("the bytes read do not match the value's checksum"));
       }
     }
     return out;

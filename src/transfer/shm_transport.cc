@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/checksum.h"
 #include "transfer/shm_mapping.h"
 #include "transfer/shm_protocol.h"
 #include "transfer/socket_util.h"
@@ -24,6 +25,7 @@ struct CopyChunk {
   uint64_t length;
   uint32_t index;
   OpKind kind;
+  uint64_t* checksum;  // a whole op's read, hashed as it is copied; else null
 };
 
 // Copies one chunk between the caller's buffer and the mapped segment, then reports it.
@@ -39,7 +41,9 @@ void CopyAndFinish(const CopyChunk& c, const ShmMapping& mapping, BatchState& ba
       return;
     }
     char* segment = mapping.base() + c.offset;
-    if (c.kind == OpKind::kRead) {
+    if (c.checksum != nullptr) {
+      *c.checksum = CopyWithChecksum(c.local, segment, c.length);
+    } else if (c.kind == OpKind::kRead) {
       std::memcpy(c.local, segment, c.length);
     } else {
       std::memcpy(segment, c.local, c.length);
@@ -108,7 +112,7 @@ class ShmChannel final : public SegmentChannel {
     int threads = pool_->helper_threads() + 1;
     if (total < ShmTransport::kShmInlineBytes || threads == 1) {
       for (const ChannelOp& op : valid) {
-        CopyAndFinish({op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind},
+        CopyAndFinish({op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum},
                       *mapping, *batch);
       }
       return;
@@ -119,11 +123,17 @@ class ShmChannel final : public SegmentChannel {
     chunk = (chunk + 4095) & ~uint64_t{4095};
     std::vector<CopyChunk> chunks;
     for (const ChannelOp& op : valid) {
+      // A hash runs through an op in order, so an op to hash is one task (a batch to hash is
+      // many ops: the restore's windows, a BatchGet's values).
+      if (op.checksum != nullptr) {
+        chunks.push_back({op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum});
+        continue;
+      }
       uint64_t parts = (op.length + chunk - 1) / chunk;
       if (parts > 1) batch->ExpectParts(op.index, static_cast<uint32_t>(parts));
       for (uint64_t done = 0; done < op.length; done += chunk) {
         chunks.push_back({op.local + done, op.offset + done, std::min(chunk, op.length - done),
-                          static_cast<uint32_t>(op.index), op.kind});
+                          static_cast<uint32_t>(op.index), op.kind, nullptr});
       }
     }
     pool_->Run(std::make_shared<CopyJob>(std::move(chunks), std::move(mapping), batch));

@@ -17,6 +17,8 @@ namespace {
 constexpr size_t kReadAheadBytes = 2 << 10;
 constexpr size_t kMaxIov = 64;
 constexpr size_t kDiscardBytes = 256 << 10;
+// Payload received per recv while hashing it: still in L2 when the hash reads it.
+constexpr uint64_t kHashedRecvBytes = 256 << 10;
 constexpr int kMaxStepsPerEvent = 64;  // fairness between connections of one loop
 
 // Stands in for the rest of a write payload whose batch was abandoned mid-frame: the frame
@@ -293,7 +295,10 @@ void TcpConnection::ReceiveSome() {
       OutgoingFrame& f = awaiting_.front();
       AccessSection section(f.batch->buffers());
       if (section.entered()) {
-        n = ::recv(fd_.get(), f.local + (f.header.length - payload_left_), payload_left_, 0);
+        char* at = f.local + (f.header.length - payload_left_);
+        // A frame being hashed arrives in pieces small enough to hash while still in cache.
+        n = ::recv(fd_.get(), at, f.hash ? std::min<uint64_t>(payload_left_, kHashedRecvBytes) : payload_left_, 0);
+        if (n > 0 && f.hash) f.hash->Update(at, static_cast<size_t>(n));
       } else {
         n = ::recv(fd_.get(), DiscardBuffer(), std::min<uint64_t>(payload_left_, kDiscardBytes), 0);
       }
@@ -352,7 +357,10 @@ bool TcpConnection::ConsumeBufferedResponses() {
       uint64_t have = std::min<uint64_t>(h.length, rx_len_ - pos);
       {
         AccessSection section(f.batch->buffers());
-        if (section.entered()) std::memcpy(f.local, rx_.data() + pos, have);
+        if (section.entered()) {
+          std::memcpy(f.local, rx_.data() + pos, have);
+          if (f.hash) f.hash->Update(f.local, have);
+        }
       }
       pos += have;
       if (have < h.length) {
@@ -392,6 +400,10 @@ void TcpConnection::CompleteFront(Status status) {
   OutgoingFrame f = std::move(awaiting_.front());
   awaiting_.pop_front();
   outstanding_bytes_.fetch_sub(f.header.length, std::memory_order_relaxed);
+  if (status.ok() && f.checksum != nullptr) {
+    AccessSection section(f.batch->buffers());  // the digest's slot lives as long as the buffers
+    if (section.entered()) *f.checksum = f.hash->Digest();
+  }
   f.batch->FinishPart(f.index, std::move(status));
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"
 #include "transfer/batch_state.h"
 #include "transfer/event_loop.h"
 #include "transfer/auth_handshake.h"
@@ -31,6 +32,10 @@ struct OutgoingFrame {
   char* local = nullptr;
   std::shared_ptr<BatchState> batch;
   size_t index = 0;
+  // A read to hash as its payload arrives (a whole op's, so one frame): the stream, and where
+  // its digest goes once the frame completes OK (ChannelOp::checksum).
+  std::unique_ptr<ChecksumStream> hash;
+  uint64_t* checksum = nullptr;
 };
 
 struct TcpConnectionOptions {

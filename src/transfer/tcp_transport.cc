@@ -7,6 +7,8 @@
 
 namespace kvpool::transfer {
 
+static_assert(kMaxHashedReadBytes <= kMaxFramePayload, "a read to hash must fit one frame");
+
 // The connections to one peer address. Closed connections are replaced lazily, on the next
 // request that needs the peer.
 class TcpPeer {
@@ -72,21 +74,19 @@ class TcpChannel final : public SegmentChannel {
     std::vector<std::vector<OutgoingFrame>> per_conn(conns.size());
 
     for (const ChannelOp& op : ops) {
+      if (op.checksum != nullptr) {
+        // A hash runs through the bytes in order: the whole op is one frame on one connection
+        // (a batch to hash has many ops to spread instead).
+        OutgoingFrame f = FrameOf(op, 0, op.length, batch);
+        f.hash = std::make_unique<ChecksumStream>();
+        f.checksum = op.checksum;
+        PlaceOnLeastLoaded(std::move(f), load, per_conn);
+        continue;
+      }
       uint64_t parts = (op.length + chunk_bytes_ - 1) / chunk_bytes_;
       if (parts > 1) batch->ExpectParts(op.index, static_cast<uint32_t>(parts));
       for (uint64_t done = 0; done < op.length; done += chunk_bytes_) {
-        OutgoingFrame f;
-        f.header.op = op.kind == OpKind::kRead ? FrameOp::kRead : FrameOp::kWrite;
-        f.header.segment_id = segment_id_;
-        f.header.offset = op.offset + done;
-        f.header.length = std::min(chunk_bytes_, op.length - done);
-        f.header.grant = op.grant;  // covers the whole op, so every chunk of it
-        f.local = op.local + done;
-        f.batch = batch;
-        f.index = op.index;
-        size_t target = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-        load[target] += f.header.length + 1;
-        per_conn[target].push_back(std::move(f));
+        PlaceOnLeastLoaded(FrameOf(op, done, std::min(chunk_bytes_, op.length - done), batch), load, per_conn);
       }
     }
     for (size_t i = 0; i < conns.size(); ++i) {
@@ -106,6 +106,28 @@ class TcpChannel final : public SegmentChannel {
   }
 
  private:
+  // The frame for bytes [done, done + length) of `op`.
+  OutgoingFrame FrameOf(const ChannelOp& op, uint64_t done, uint64_t length,
+                        const std::shared_ptr<BatchState>& batch) const {
+    OutgoingFrame f;
+    f.header.op = op.kind == OpKind::kRead ? FrameOp::kRead : FrameOp::kWrite;
+    f.header.segment_id = segment_id_;
+    f.header.offset = op.offset + done;
+    f.header.length = length;
+    f.header.grant = op.grant;  // covers the whole op, so every chunk of it
+    f.local = op.local + done;
+    f.batch = batch;
+    f.index = op.index;
+    return f;
+  }
+
+  static void PlaceOnLeastLoaded(OutgoingFrame f, std::vector<uint64_t>& load,
+                                 std::vector<std::vector<OutgoingFrame>>& per_conn) {
+    const size_t target = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[target] += f.header.length + 1;
+    per_conn[target].push_back(std::move(f));
+  }
+
   const std::shared_ptr<TcpPeer> peer_;
   const uint64_t segment_id_;
   const uint64_t size_;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/checksum.h"
 #include "transfer/batch_state.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -135,7 +136,15 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
       }
       const auto& route = it->second;
       uint64_t size = route.channel->size() > 0 ? route.channel->size() : route.endpoint.size;
+      if (r.checksum != nullptr && (r.kind != OpKind::kRead || r.length > kMaxHashedReadBytes)) {
+        batch->FinishPart(i, InvalidArgument(fmt::format("only reads of at most {} bytes are hashed as they land; "
+                                                         "this is a {} of {} bytes",
+                                                         kMaxHashedReadBytes,
+                                                         r.kind == OpKind::kRead ? "read" : "write", r.length)));
+        continue;
+      }
       if (r.length == 0) {
+        if (r.checksum != nullptr) *r.checksum = Checksum(nullptr, 0);
         batch->FinishPart(i, Status::Ok());
         continue;
       }
@@ -154,7 +163,7 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         groups.emplace_back(route.channel, std::vector<ChannelOp>{});
         group = groups.end() - 1;
       }
-      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant});
+      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant, r.checksum});
     }
   }
   for (auto& [channel, ops] : groups) channel->Submit(ops, batch);

@@ -48,7 +48,15 @@ struct TransferRequest {
   // The master's grant for this range (common/access_grant.h): what a tenant's request must
   // carry; empty for the pool's own secret.
   AccessGrant grant;
+  // A read only: receives Checksum() (common/checksum.h) of the bytes read, hashed by the
+  // transport as they land, while they are still in cache; written before the request
+  // completes OK, and never once its batch is abandoned. Null: not hashed.
+  // REQUIRES: length <= kMaxHashedReadBytes (else the request fails INVALID_ARGUMENT).
+  uint64_t* checksum = nullptr;
 };
+
+// The longest read a transport hashes as it lands (tcp sends such a read as one frame).
+inline constexpr uint64_t kMaxHashedReadBytes = uint64_t{64} << 20;
 
 struct TransferOptions {
   // Threads that copy one large shm batch, counting the submitting thread (so 2 = the caller

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "transfer/auth_handshake.h"
 #include "transfer/segment_server.h"
@@ -110,6 +111,52 @@ TEST_P(TransferRoundTripTest, RoundTripsEverySize) {
     ASSERT_TRUE(Move(OpKind::kRead, back.data(), kSegment, offset, size).ok());
     ASSERT_EQ(std::memcmp(back.data(), source.data(), size), 0);
   }
+}
+
+// A read asked to hash its bytes lands them and their Checksum(), in one batch with reads
+// that do not hash (those are still cut among threads or frames).
+TEST_P(TransferRoundTripTest, ReadsHashTheBytesAsTheyLand) {
+  const std::vector<uint64_t> sizes = {0, 1, 65537, uint64_t{1} << 20, (uint64_t{3} << 20) + 5, uint64_t{20} << 20};
+  std::vector<std::vector<char>> sources, backs;
+  std::vector<TransferRequest> writes, reads;
+  std::vector<uint64_t> sums(sizes.size(), 0xdead);
+  uint64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sources.push_back(RandomBytes(sizes[i], 40 + i));
+    backs.emplace_back(sizes[i]);
+    writes.push_back({OpKind::kWrite, sources[i].data(), kSegment, offset, sizes[i]});
+    TransferRequest read{OpKind::kRead, backs[i].data(), kSegment, offset, sizes[i]};
+    read.checksum = &sums[i];
+    reads.push_back(read);
+    offset += sizes[i];
+  }
+  std::vector<char> plain(uint64_t{8} << 20);
+  reads.push_back({OpKind::kRead, plain.data(), kSegment, 0, plain.size()});  // not hashed
+  ASSERT_TRUE(engine_->Transfer(writes, Soon()).ok());
+  std::vector<Status> results;
+  ASSERT_TRUE(engine_->Transfer(reads, Soon(), &results).ok()) << results.back().ToString();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SCOPED_TRACE(sizes[i]);
+    EXPECT_EQ(backs[i], sources[i]);
+    EXPECT_EQ(sums[i], Checksum(sources[i].data(), sources[i].size()));
+  }
+  EXPECT_EQ(std::memcmp(plain.data(), store_.region->data(), plain.size()), 0);
+}
+
+// Only reads hash, and only up to kMaxHashedReadBytes (tcp sends a hashed read as one frame).
+TEST_P(TransferRoundTripTest, AHashedWriteOrOverlongHashedReadIsRefused) {
+  std::vector<char> buf(16);
+  uint64_t sum = 0;
+  TransferRequest write{OpKind::kWrite, buf.data(), kSegment, 0, buf.size()};
+  write.checksum = &sum;
+  TransferRequest overlong{OpKind::kRead, buf.data(), kSegment, 0, kMaxHashedReadBytes + 1};
+  overlong.checksum = &sum;
+  for (const TransferRequest& r : {write, overlong}) {
+    const Status s = engine_->Transfer({&r, 1}, Soon());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("hashed"), std::string::npos) << s.ToString();
+  }
+  EXPECT_EQ(sum, 0u);
 }
 
 TEST_P(TransferRoundTripTest, ManyBatchesFromSeveralThreads) {

@@ -26,6 +26,7 @@ struct ChannelOp {
   uint64_t length = 0;
   size_t index = 0;
   AccessGrant grant;  // TransferRequest::grant
+  uint64_t* checksum = nullptr;  // TransferRequest::checksum: the channel hashes the op as it lands
 };
 
 class SegmentChannel {
