@@ -54,7 +54,7 @@ struct ClientOptions {
 
 struct PutOptions {
   uint32_t replicas = 0;               // 0 => ClientOptions::replicas
-  std::string group;                   // objects of one group are evicted together
+  std::string group = {};              // objects of one group are evicted together
   std::chrono::milliseconds pin_ttl{0};  // > 0: soft pin, evicted after unpinned objects until it expires
 };
 

@@ -2,6 +2,8 @@
 // bytes that went bad inside a store are never handed to a reader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,9 +18,12 @@ namespace kvpool::client {
 namespace {
 
 std::string RandomValue(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
+  std::mt19937_64 rng(seed);
   std::string v(n, '\0');
-  for (char& c : v) c = static_cast<char>(rng());
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t word = rng();
+    std::memcpy(v.data() + i, &word, std::min<size_t>(8, n - i));
+  }
   return v;
 }
 

@@ -21,6 +21,14 @@ std::string WriteFile(const std::string& text) {
   return path;
 }
 
+// ReadPoolFile of a file holding `text`, removed again.
+Result<PoolParts> ReadPoolText(const std::string& text) {
+  const std::string path = WriteFile(text);
+  auto pool = ReadPoolFile(path);
+  std::remove(path.c_str());
+  return pool;
+}
+
 TEST(PoolPartsTest, ParsesTheInlineList) {
   auto pool = ParsePoolSpec("part1=10.0.1.1:50051, part0=10.0.0.1:50051");
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
@@ -89,13 +97,13 @@ TEST(PoolPartsTest, APoolElectedInEtcdNamesEndpointsAndAPartCount) {
   EXPECT_EQ(elected.ToString(), "etcd=127.0.0.1:2379,127.0.0.1:22379 parts=4");
   EXPECT_FALSE(PoolParts::Elected("not-an-endpoint", 1).Validate().ok());
 
-  auto file = ReadPoolFile(WriteFile("# elected\netcd = 127.0.0.1:2379\nparts = 2\nstage_parts = 1,0\n"));
+  auto file = ReadPoolText("# elected\netcd = 127.0.0.1:2379\nparts = 2\nstage_parts = 1,0\n");
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->etcd, "127.0.0.1:2379");
   EXPECT_EQ(file->size(), 2u);
   EXPECT_EQ(file->PartOf("chunk/s0"), 1u);
-  EXPECT_FALSE(ReadPoolFile(WriteFile("etcd = 127.0.0.1:2379\npart0 = a:1\n")).ok());
-  EXPECT_FALSE(ReadPoolFile(WriteFile("parts = 2\n")).ok());
+  EXPECT_FALSE(ReadPoolText("etcd = 127.0.0.1:2379\npart0 = a:1\n").ok());
+  EXPECT_FALSE(ReadPoolText("parts = 2\n").ok());
 }
 
 TEST(PoolPartsTest, StageObjectsGoToTheirStagesPart) {

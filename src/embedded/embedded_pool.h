@@ -32,7 +32,7 @@ struct EmbeddedPoolOptions {
   bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
   std::chrono::milliseconds heartbeat_interval{200};
   uint32_t part = 0;                            // the pool part the master (and its store) serve
-  std::optional<SharedSecret> secret;           // the master and the store ask every caller for it
+  std::optional<SharedSecret> secret = {};      // the master and the store ask every caller for it
 };
 
 class EmbeddedPool {
