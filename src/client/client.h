@@ -10,7 +10,8 @@
 //
 // Checksums: every value put carries its writer's checksum (common/checksum.h, computed here
 // before the put starts), and every read checks the bytes it read against it before
-// answering — hashed by the transport as they land, while still in cache: a mismatch is tried on the object's next copy, else CORRUPT — never wrong bytes.
+// answering (the transport hashes them as they land, while still in cache): a mismatch is
+// tried on the object's next copy, else CORRUPT — never wrong bytes.
 //
 // Zero copy: Put/BatchPut write straight from the caller's memory and GetInto/BatchGetInto
 // read straight into it. Buffers used repeatedly should be registered (RegisterBuffer) so

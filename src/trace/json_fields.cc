@@ -7,17 +7,35 @@
 
 namespace kvpool::trace::json_fields {
 
-Result<Json> ParseRecord(std::string_view text, std::string_view where) {
-  // nlohmann reports syntax errors by exception; it must not escape this module.
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    std::string what = e.what();
-    // Drop the "[json.exception.parse_error.101] " tag: it means nothing to a user.
-    if (const auto tag_end = what.find("] "); what.starts_with("[json.exception") && tag_end != std::string::npos)
-      what.erase(0, tag_end + 2);
-    return Invalid(where, fmt::format("not valid JSON: {}", what));
+namespace {
+
+// Builds the document like Json::parse, but hands a syntax error back instead of throwing it:
+// malformed records are common input here (and throwing costs far more than parsing them).
+class RecordParser : public nlohmann::detail::json_sax_dom_parser<Json> {
+ public:
+  explicit RecordParser(Json& out) : json_sax_dom_parser(out, /*allow_exceptions_=*/false) {}
+
+  // Hides the base's (sax_parse calls the handler's own, not through a vtable).
+  template <class Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const Exception& ex) {
+    error = ex.what();
+    return false;
   }
+
+  std::string error;
+};
+
+}  // namespace
+
+Result<Json> ParseRecord(std::string_view text, std::string_view where) {
+  Json doc;
+  RecordParser parser(doc);
+  if (Json::sax_parse(text, &parser)) return doc;
+  std::string what = std::move(parser.error);
+  // Drop the "[json.exception.parse_error.101] " tag: it means nothing to a user.
+  if (const auto tag_end = what.find("] "); what.starts_with("[json.exception") && tag_end != std::string::npos)
+    what.erase(0, tag_end + 2);
+  return Invalid(where, fmt::format("not valid JSON: {}", what));
 }
 
 Status Invalid(std::string_view where, std::string_view message) {
