@@ -147,6 +147,9 @@ def fuzz_section(data):
     if short:
         out += [f"Stopped by the time bound before {data['runs_target']:,} inputs: "
                 + ", ".join(f"`{t}`" for t in short) + ".", ""]
+    never = sorted(set(os.listdir(os.path.join(ROOT, "fuzz", "corpus"))) - {t["target"] for t in targets})
+    if never:
+        out += ["No long run yet: " + ", ".join(f"`{t}`" for t in never) + ".", ""]
     return out
 
 
