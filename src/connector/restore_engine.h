@@ -15,9 +15,9 @@
 // against their writer's checksum (common/checksum.h) before the window counts as restored:
 // staged objects are hashed by the transport as they land in staging (read from memory once),
 // mapped ones on checksum_threads helpers while the unpack (the GPU's copy engines, or the
-// CPU packer) copies the same bytes. An object that does not match (on every replica, when staged) is dropped
-// from the pool and ends the window's usable prefix, so it and what follows are computed
-// instead. Stage workers take windows in order, several at a time, so one
+// CPU packer) copies the same bytes. An object that does not match (on every replica, when
+// staged) is dropped from the pool and ends the window's usable prefix, so it and what
+// follows are computed instead. Stage workers take windows in order, several at a time, so one
 // window is read while another is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
