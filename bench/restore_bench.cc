@@ -12,11 +12,14 @@
 //            (the GPU DMAs from it);
 //   staged — every window is first read into the staging buffer (pinned for a GPU) by the
 //            client, then unpacked from there.
-// With checksums, every object is checked as the engine does in service: staged objects are
-// hashed by the transport as they land in staging; mapped ones on RestoreOptions::
-// checksum_threads helpers while the unpack copies them.
+// With checksums, every object is checked as the engine does in service: on the GPU, hashed
+// in device memory after the DMA; in host memory, staged objects by the transport as they
+// land in staging, mapped ones on RestoreOptions::checksum_threads helpers while the CPU
+// packer copies them.
 // The four modes take turns within each repetition, so load from elsewhere hits them alike.
-// Every restored token-layer is compared with what was put before anything is timed.
+// Every restored token-layer is compared with what was put before anything is timed; after
+// the timed runs, each checking mode must stop its restore right before an object whose
+// stored bytes had a bit flipped.
 //
 // Usage: restore_bench [--device gpu|cpu] [--tokens N] [--layers L] [--bytes B] [--workers W]
 //                      [--copy-threads C] [--checksum-threads H] [--reps R] [--json FILE]
@@ -54,6 +57,7 @@
 #include "connector/restore_engine.h"
 #include "embedded/embedded_pool.h"
 #include "store/storage_service.h"
+#include "store/test_corruption.h"
 
 using namespace kvpool;
 using kvpool::bench::Median;
@@ -337,6 +341,32 @@ int main(int argc, char** argv) {
     }
   }
 
+  // A flipped bit in the store is caught, never restored. The engine drops the object it
+  // caught, so the prefix ends there and each mode's bad object lies before the last one's.
+  std::vector<std::pair<std::string, bool>> caught;
+  uint64_t bad_chunk = chunks / 2;
+  for (Mode& mode : modes) {
+    if (!mode.checksums) continue;
+    std::vector<std::byte> value(object_bytes);
+    FillObject(bad_chunk, value.data(), object_bytes);
+    if (!store::testing::FlipBitOfStoredValue((*pool)->store(), value)) {
+      std::fprintf(stderr, "chunk %lu not found in the store's segment\n", static_cast<unsigned long>(bad_chunk));
+      return 1;
+    }
+    auto hit = FindCachedPrefix(store, ns, ids, 0, &mode.metrics);
+    CHECK_OK(hit.status());
+    CHECK_OK(mode.engine->Start(++request, *hit, {table}));
+    const RestoreOutcome out = mode.engine->Wait(request);
+    caught.emplace_back(mode.name(), out.status.code() == StatusCode::kCorrupt &&
+                                         out.restored_tokens == bad_chunk * spec.chunk_tokens &&
+                                         mode.metrics.restore_corrupt_objects.load() == 1);
+    std::printf("%s: a flipped bit in chunk %lu of %lu: restored %lu tokens, %s\n", mode.name().c_str(),
+                static_cast<unsigned long>(bad_chunk), static_cast<unsigned long>(chunks),
+                static_cast<unsigned long>(out.restored_tokens), caught.back().second ? "caught" : "NOT CAUGHT");
+    ok = ok && caught.back().second;
+    bad_chunk /= 2;
+  }
+
   const char* reference = device >= 0 ? "pinned host->device memcpy" : "memcpy, 1 thread";
   std::printf("\n%-34s %10s %10s %9s %10s %14s\n", "what", "lookup ms", "median ms", "GB/s", "vs ref", "checksum cost");
   std::printf("%-34s %10s %10.1f %9.1f %10s %14s\n", reference, "-", history_bytes / reference_gbps / 1e6,
@@ -349,13 +379,14 @@ int main(int argc, char** argv) {
     std::printf("%-34s %10.2f %10.1f %9.1f %10.2f %14s\n", ("restore, " + m.name()).c_str(),
                 Median(m.lookup_s) * 1e3, Median(m.restore_s) * 1e3, gbps, gbps / reference_gbps, cost.c_str());
   }
-  std::printf("restored bytes == stored bytes: %s\n", ok ? "yes" : "NO");
+  std::printf("restored bytes == stored bytes, flipped bits caught: %s\n", ok ? "yes" : "NO");
   if (json) {
     nlohmann::json out = {{"device", device >= 0 ? "gpu" : "cpu"}, {"tokens", tokens},
                           {"history_bytes", history_bytes},     {"workers", workers},
                           {"copy_threads", copy_threads},       {"checksum_threads", checksum_threads},
                           {"reps", reps},                       {"reference", reference},
                           {"reference_gbps", reference_gbps},   {"verified", ok}};
+    for (const auto& [mode, yes] : caught) out["flipped_bit_caught"][mode] = yes;
     for (const Mode& m : modes) {
       std::vector<double> runs_ms;
       for (double s : m.restore_s) runs_ms.push_back(s * 1e3);

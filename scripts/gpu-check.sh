@@ -51,7 +51,7 @@ elif cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=O
      -DPython_EXECUTABLE="$(command -v "$PY")" > "$OUT/configure.log" 2>&1; then
   mode=full
   BIN=build-gpu
-  targets="gpu_chunk_packing_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"
+  targets="gpu_chunk_packing_test gpu_checksum_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"
   if grep -q kvpool_python build-gpu/build.ninja 2>/dev/null; then targets="$targets kvpool_python"; PYMOD=build-gpu/python; fi
   ninja -C build-gpu -j "$JOBS" $targets > "$OUT/build.log" 2>&1 || { echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1; }
 else
@@ -94,6 +94,7 @@ bench() {
 
 if want tests; then
   gtest gpu_chunk_packing_test "pack/unpack kernels vs CPU reference"
+  gtest gpu_checksum_test "xxh3 on the GPU vs the library's"
   gtest gpu_handoff_test "handoff gather/scatter vs CPU reference"
   gtest gpu_handoff_network_test "handoff receiver into GPU decode caches"
   gtest gpu_replay_test "replay: device KV == CPU, tiny --gpu replay"

@@ -2,15 +2,19 @@
 // contiguous tokens, copying it between the paged cache and a packed staging area with the
 // widest loads the alignment allows (16 B when every base, stride and size is a multiple of
 // 16). Staging in host memory (pinned, from StagingBuffer) is bounced through a device buffer
-// with cudaMemcpyAsync on the same stream, so the PCIe leg runs on the copy engine.
-// Links cudart only.
+// with cudaMemcpyAsync on the same stream, so the PCIe leg runs on the copy engine. An unpack
+// that asks for checksums hashes the objects in device memory after they were copied
+// (checksum_kernel.h). Links cudart only.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "connector/checksum_kernel.h"
 #include "connector/chunk_packing.h"
 
 namespace kvpool::connector {
@@ -96,6 +100,7 @@ class DeviceScratch {
   T* as() const {
     return static_cast<T*>(ptr_);
   }
+  size_t size() const { return size_; }
 
  private:
   void* ptr_ = nullptr;
@@ -105,18 +110,26 @@ class DeviceScratch {
 class CudaChunkPacker final : public ChunkPacker {
  public:
   static constexpr uint64_t kBounceBytes = uint64_t{64} << 20;
+  // Checksums queued and not yet handed out by Wait(); more first waits for these.
+  static constexpr uint64_t kMaxPendingChecksums = 4096;
 
   explicit CudaChunkPacker(int device) : device_(device), name_("cuda:" + std::to_string(device)) {}
   ~CudaChunkPacker() override {
     cudaSetDevice(device_);
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
+    for (cudaStream_t s : {stream_, hash_stream_}) {
+      if (s) {
+        cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
+      }
     }
+    for (const HashInFlight& h : hashing_) cudaEventDestroy(h.done);
+    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+    if (checksums_) cudaFreeHost(checksums_);
   }
   Status Init() {
     cudaError_t e = cudaSetDevice(device_);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&hash_stream_, cudaStreamNonBlocking);
     return e == cudaSuccess ? Status::Ok() : CudaError(e, "stream create");
   }
 
@@ -124,9 +137,17 @@ class CudaChunkPacker final : public ChunkPacker {
   Status Unpack(const ChunkTransfer& t) override { return Copy(t, false); }
   Status Wait() override {
     cudaSetDevice(device_);
-    const cudaError_t e = cudaStreamSynchronize(stream_);  // kernel faults surface here too
+    cudaError_t e = cudaStreamSynchronize(stream_);  // kernel faults surface here too
+    if (const cudaError_t h = cudaStreamSynchronize(hash_stream_); e == cudaSuccess) e = h;
+    if (e == cudaSuccess) {
+      for (size_t i = 0; i < checksum_destinations_.size(); ++i) *checksum_destinations_[i] = checksums_[i];
+    }
+    checksum_destinations_.clear();
+    for (const HashInFlight& h : hashing_) free_events_.push_back(h.done);
+    hashing_.clear();
     return e == cudaSuccess ? Status::Ok() : CudaError(e, "stream synchronize");
   }
+  bool HashesObjects() const override { return true; }
   const char* name() const override { return name_.c_str(); }
 
  private:
@@ -180,10 +201,17 @@ class CudaChunkPacker final : public ChunkPacker {
     if (!on_device && (e = bounce_.Reserve(piece_chunks * object_bytes)) != cudaSuccess) {
       return CudaError(e, "malloc bounce buffer");
     }
+    const bool hashed = !pack && t.checksums;
     for (uint64_t c = 0; c < t.num_chunks; c += piece_chunks) {
       const uint64_t n = std::min(piece_chunks, t.num_chunks - c);
       std::byte* host = t.staging + c * object_bytes;
-      a.staging = on_device ? host : bounce_.as<std::byte>();
+      if (on_device) {
+        a.staging = host;
+      } else {
+        Result<std::byte*> bounce = BounceFor(n * object_bytes, hashed);
+        if (!bounce.ok()) return bounce.status();
+        a.staging = bounce.value();
+      }
       a.blocks = blocks_.as<BlockId>() + c * blocks_per_chunk;
       a.first_token = (t.first_chunk + c) * t.chunk_tokens;
       a.segments = n * a.planes * blocks_per_chunk;
@@ -199,6 +227,7 @@ class CudaChunkPacker final : public ChunkPacker {
         Launch<false>(a, lowest, stream_);
       }
       if ((e = cudaGetLastError()) != cudaSuccess) return CudaError(e, "kernel launch");
+      if (hashed) KVPOOL_RETURN_IF_ERROR(HashPiece(a.staging, object_bytes, n, t.checksums + c, !on_device));
       if (pack && !on_device) {
         e = cudaMemcpyAsync(host, a.staging, n * object_bytes, cudaMemcpyDeviceToHost, stream_);
         if (e != cudaSuccess) return CudaError(e, "copy staging to host");
@@ -207,10 +236,90 @@ class CudaChunkPacker final : public ChunkPacker {
     return Status::Ok();
   }
 
+  // Where a piece of `bytes` goes in the bounce buffer. Unhashed pieces all go to its start:
+  // the stream orders them. Hashed ones go round it, so one piece is hashed on hash_stream_
+  // while the next is copied in; a piece waits only for hashes still reading the bytes it
+  // will overwrite. Starts stay 256-byte aligned, so the copy kernel keeps its widest loads.
+  Result<std::byte*> BounceFor(uint64_t bytes, bool hashed) {
+    uint64_t begin = 0;
+    if (hashed) {
+      if (ring_next_ + bytes > bounce_.size()) ring_next_ = 0;
+      begin = ring_next_;
+      ring_next_ = (begin + bytes + 255) / 256 * 256;
+    }
+    const uint64_t end = begin + bytes;
+    for (auto it = hashing_.begin(); it != hashing_.end();) {
+      if (it->begin >= end || begin >= it->end) {
+        ++it;
+        continue;
+      }
+      if (cudaError_t e = cudaStreamWaitEvent(stream_, it->done); e != cudaSuccess) return CudaError(e, "wait event");
+      free_events_.push_back(it->done);
+      it = hashing_.erase(it);
+    }
+    return bounce_.as<std::byte>() + begin;
+  }
+
+  Result<cudaEvent_t> TakeEvent() {
+    cudaEvent_t e = nullptr;
+    if (!free_events_.empty()) {
+      e = free_events_.back();
+      free_events_.pop_back();
+    } else if (cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming); err != cudaSuccess) {
+      return CudaError(err, "event create");
+    }
+    return e;
+  }
+
+  // Queues, on hash_stream_ once stream_ has copied them in, the hash of n objects at `device`
+  // (device memory; `in_bounce`: a part of the bounce buffer, freed for reuse when hashed).
+  // Their checksums go to out[0, n) at the next Wait(); the kernel writes them into pinned host
+  // memory the GPU maps.
+  Status HashPiece(const std::byte* device, uint64_t object_bytes, uint64_t n, uint64_t* out, bool in_bounce) {
+    if (n > kMaxPendingChecksums) return InvalidArgument("too many chunks in one unpack piece to hash");
+    if (checksum_destinations_.size() + n > kMaxPendingChecksums) KVPOOL_RETURN_IF_ERROR(Wait());
+    cudaError_t e = cudaSuccess;
+    if (!checksums_ && (e = cudaHostAlloc(&checksums_, kMaxPendingChecksums * sizeof(uint64_t),
+                                          cudaHostAllocMapped | cudaHostAllocPortable)) != cudaSuccess) {
+      checksums_ = nullptr;
+      return CudaError(e, "allocate checksum slots");
+    }
+    if ((e = hash_scratch_.Reserve(DeviceHashScratchBytes(object_bytes, n))) != cudaSuccess) {
+      return CudaError(e, "malloc hash scratch");
+    }
+    Result<cudaEvent_t> copied = TakeEvent();
+    if (!copied.ok()) return copied.status();
+    if ((e = cudaEventRecord(*copied, stream_)) == cudaSuccess) e = cudaStreamWaitEvent(hash_stream_, *copied);
+    free_events_.push_back(*copied);  // the wait holds the state it saw: reusable at once
+    if (e != cudaSuccess) return CudaError(e, "order the hash after the copy");
+    e = HashObjectsOnDevice(device, object_bytes, n, hash_scratch_.as<uint64_t>(),
+                            checksums_ + checksum_destinations_.size(), hash_stream_);
+    if (e != cudaSuccess) return CudaError(e, "hash kernel launch");
+    for (uint64_t i = 0; i < n; ++i) checksum_destinations_.push_back(out + i);
+    if (in_bounce) {
+      Result<cudaEvent_t> hashed = TakeEvent();
+      if (!hashed.ok()) return hashed.status();
+      const uint64_t begin = device - bounce_.as<std::byte>();
+      hashing_.push_back({begin, begin + n * object_bytes, *hashed});
+      if ((e = cudaEventRecord(*hashed, hash_stream_)) != cudaSuccess) return CudaError(e, "event record");
+    }
+    return Status::Ok();
+  }
+
   const int device_;
   const std::string name_;
   cudaStream_t stream_ = nullptr;
-  DeviceScratch planes_, blocks_, bounce_;
+  cudaStream_t hash_stream_ = nullptr;  // hashes what stream_ copied in, beside the next copy
+  DeviceScratch planes_, blocks_, bounce_, hash_scratch_;
+  struct HashInFlight {
+    uint64_t begin, end;  // bytes of the bounce buffer being hashed
+    cudaEvent_t done;     // recorded on hash_stream_ after the hash
+  };
+  std::deque<HashInFlight> hashing_;  // since the last Wait()
+  uint64_t ring_next_ = 0;            // where the next hashed piece goes in the bounce buffer
+  std::vector<cudaEvent_t> free_events_;
+  uint64_t* checksums_ = nullptr;                    // pinned, mapped: kMaxPendingChecksums slots
+  std::vector<uint64_t*> checksum_destinations_;  // slot i goes to *checksum_destinations_[i]
 };
 
 }  // namespace

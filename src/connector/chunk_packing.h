@@ -36,6 +36,9 @@ struct ChunkTransfer {
   // prefix cache already holds them and other requests may be reading those blocks).
   uint64_t keep_tokens_below = 0;
   std::byte* staging = nullptr;
+  // Unpack only, for a packer that HashesObjects(): receives Checksum() of each chunk's packed
+  // object as the packer read it (num_chunks values), valid once Wait() has returned OK.
+  uint64_t* checksums = nullptr;
 };
 
 // INVALID_ARGUMENT unless the cache is valid, chunk_tokens is a multiple of block_tokens,
@@ -50,6 +53,10 @@ class ChunkPacker {
   virtual Status Unpack(const ChunkTransfer& t) = 0;
   // Waits for every Pack/Unpack issued so far; returns the first error among them.
   virtual Status Wait() = 0;
+  // Whether Unpack can hash the objects it reads (ChunkTransfer::checksums) on its own device,
+  // so the caller need not read them again. The CUDA packer can; the CPU packer cannot (a
+  // copy that also hashes runs slower than a copy beside a hash on another core).
+  virtual bool HashesObjects() const { return false; }
   // "cpu" or "cuda:<device>".
   virtual const char* name() const = 0;
 };

@@ -15,10 +15,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The workers hash too: helpers make up the rest of checksum_threads.
+// The workers hash too: helpers make up the rest of checksum_threads. By default every core
+// has one thread (more slow the copies they share memory with; on a 16-core H200 host, CPU
+// restore with 8 workers: 8 helpers cost +11%, 4 helpers +19%, 16 helpers +31%).
 int ChecksumHelpers(const RestoreOptions& o) {
-  const int threads = o.checksum_threads > 0 ? o.checksum_threads
-                                             : std::min(12, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = o.checksum_threads > 0 ? o.checksum_threads : static_cast<int>(std::thread::hardware_concurrency());
   return std::max(0, threads - static_cast<int>(o.workers_per_stage));
 }
 
@@ -269,14 +270,16 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     return 0;
   }
   // Chunks lie anywhere in the segments: one unpack per chunk, all queued before one wait.
-  // The checksum pool hashes them meanwhile (the GPU's copy engines, or the CPU packer on this
-  // thread, copy the same bytes).
+  // Checked against their writers' checksums: a CUDA packer hashes each object on the GPU
+  // after its DMA; otherwise the checksum pool hashes them meanwhile (the CPU packer on this
+  // thread copies the same bytes).
   const bool verify = options_.verify_checksums;
+  const bool packer_hashes = verify && packer.HashesObjects();
+  std::vector<uint64_t> sums(w.chunks);
   std::vector<std::span<const std::byte>> objects;
   for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
-  std::vector<uint64_t> sums(objects.size());
   std::unique_ptr<BackgroundChecksums> hashing =
-      verify ? std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums) : nullptr;
+      verify && !packer_hashes ? std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums) : nullptr;
   Status s;
   for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
     ChunkTransfer t;
@@ -287,10 +290,10 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     t.num_chunks = 1;
     t.keep_tokens_below = r.hit.gpu_cached_tokens;
     t.staging = const_cast<std::byte*>(mapped[i].data);  // Unpack only reads it
+    t.checksums = packer_hashes ? &sums[i] : nullptr;
     s = packer.Unpack(t);
   }
   if (hashing) hashing->Wait();  // helps hash while the GPU copies
-  const uint64_t verified = verify ? VerifiedPrefix(w, sums) : w.chunks;  // chunks before the first that does not match
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
   // Invariant 1: bytes read after the lease ended, or from a segment its store withdrew, may
@@ -304,6 +307,7 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     status = s;
     return 0;
   }
+  const uint64_t verified = verify ? VerifiedPrefix(w, sums) : w.chunks;  // chunks before the first that does not match
   if (verified < w.chunks) {
     status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
   }
@@ -321,11 +325,13 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     indices[i] = r.hit.lookup_index(w.first_hit + i, w.stage);
     buffers[i] = client::ValueBuffer(slot + i * stage.object_bytes, stage.object_bytes);
   }
-  // The read checks the checksums: the transport hashes each object as it lands in staging,
-  // so no byte is read from memory twice for it.
-  std::vector<Result<uint64_t>> read =
-      store_->Read(*r.hit.lookup, indices, buffers,
-                   options_.verify_checksums ? client::ChecksumCheck::kBeforeAnswer : client::ChecksumCheck::kNone);
+  // The checksums are checked by a CUDA packer on its GPU after the DMA, else by the read: the
+  // transport hashes each object as it lands in staging. Either way no byte is read from
+  // host memory twice for it.
+  const bool packer_hashes = options_.verify_checksums && packer.HashesObjects();
+  const client::ChecksumCheck check = options_.verify_checksums && !packer_hashes ? client::ChecksumCheck::kBeforeAnswer
+                                                                                  : client::ChecksumCheck::kNone;
+  std::vector<Result<uint64_t>> read = store_->Read(*r.hit.lookup, indices, buffers, check);
   // Only a gap-free prefix of the window is usable.
   uint64_t ok = 0;
   while (ok < w.chunks && ok < read.size() && read[ok].ok() && read[ok].value() == stage.object_bytes) ++ok;
@@ -341,6 +347,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     status = Timeout("restore wait ran out before this window was unpacked");
     return 0;
   }
+  std::vector<uint64_t> sums(packer_hashes ? ok : 0);
   ChunkTransfer t;
   t.cache = &stage.device.cache;
   t.block_table = r.block_tables[w.stage];
@@ -349,6 +356,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   t.num_chunks = ok;
   t.keep_tokens_below = r.hit.gpu_cached_tokens;
   t.staging = slot;
+  t.checksums = packer_hashes ? sums.data() : nullptr;
   Status s = packer.Unpack(t);
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
@@ -356,6 +364,13 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   if (!s.ok()) {
     status = s;
     return 0;
+  }
+  if (packer_hashes) {
+    const uint64_t verified = VerifiedPrefix(w, sums);
+    if (verified < ok) {
+      status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
+      ok = verified;
+    }
   }
   return ok;
 }

@@ -13,12 +13,13 @@
 // the unpack, and a window that outlived either is discarded). Otherwise the window is one
 // ReadLookedUp into staging and one Unpack from it. Either way every object's bytes are checked
 // against their writer's checksum (common/checksum.h) before the window counts as restored:
-// staged objects are hashed by the transport as they land in staging (read from memory once),
-// mapped ones on checksum_threads helpers while the unpack (the GPU's copy engines, or the
-// CPU packer) copies the same bytes. An object that does not match (on every replica, when
-// staged) is dropped from the pool and ends the window's usable prefix, so it and what
-// follows are computed instead. Stage workers take windows in order, several at a time, so one
-// window is read while another is unpacked, and a hung read holds one worker, not the stage.
+// with a CUDA packer, by the GPU once the DMA brought the object into device memory
+// (checksum_kernel.h); with the CPU packer, staged objects by the transport as they land in
+// staging, mapped ones on checksum_threads helpers while the packer copies the same bytes. An
+// object that does not match (on every replica, when the transport checks it) is dropped from
+// the pool and ends the window's usable prefix, so it and what follows are computed instead.
+// Stage workers take windows in order, several at a time, so one window is read while another
+// is unpacked, and a hung read holds one worker, not the stage.
 //
 // Outcome rules (invariants):
 //   * A request is finished only when every stage has reported every window, or when its
@@ -70,8 +71,8 @@ struct RestoreOptions {
   // (benchmarks measure what the check costs; never in service).
   bool verify_checksums = true;
   // Threads (shared by every stage's workers, each worker counted) that hash mapped objects
-  // while the GPU copies them: one core reads ~8-15 GB/s from memory, a GPU's restore ~50.
-  // 0: one per core, at most 12.
+  // while the CPU packer copies them (a CUDA packer hashes on its GPU): one core reads ~8-15
+  // GB/s from memory. 0: one per core.
   int checksum_threads = 0;
 };
 

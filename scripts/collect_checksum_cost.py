@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Collects restore_bench --json results (any number of rounds, GPU and CPU, 4 and 8 workers)
+into docs/results/checksum-cost.json, which scripts/render_reliability.py renders (rows pool the
+repetitions of every round of one device and worker count). The previous file's costs are kept
+as "previous" for the comparison column when --previous-how says what that run did.
+
+usage: collect_checksum_cost.py --machine TEXT [--previous-how TEXT] restore-*.json
+"""
+import argparse, datetime, json, os, statistics
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PATH = os.path.join(ROOT, "docs", "results", "checksum-cost.json")
+COMMAND = ("restore_bench --device gpu|cpu --reps 9 --workers 4|8 --copy-threads 16 --json FILE, each in "
+           "turn, {rounds} rounds (bench/restore_bench.cc; built here with scripts/gpu-bundle.sh, run on the device); "
+           "scripts/collect_checksum_cost.py")
+
+
+def costs(runs):
+    """Cost in % per (device, workers, path): pooled medians with checks over without."""
+    pooled = {}
+    for run in runs:
+        for m in run["modes"]:
+            pooled.setdefault((run["device"], run["workers"], m["path"], m["checksums"]), []).extend(m["restore_ms_runs"])
+    return [{"device": d, "workers": w, "path": p,
+             "cost_pct": round(100 * (statistics.median(ms) / statistics.median(pooled[(d, w, p, False)]) - 1), 1)}
+            for (d, w, p, on), ms in sorted(pooled.items()) if on]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--machine", required=True)
+    ap.add_argument("--previous-how")
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+    runs = [json.load(open(f)) for f in args.files]
+    rounds = max(1, len(runs) // len({(r["device"], r["workers"]) for r in runs}))
+    out = {"command": COMMAND.format(rounds=rounds), "date": datetime.date.today().isoformat(),
+           "machine": args.machine, "rounds": rounds, "runs": runs}
+    if args.previous_how and os.path.exists(PATH):
+        old = json.load(open(PATH))
+        out["previous"] = {"date": old["date"], "how": args.previous_how, "costs": costs(old["runs"])}
+    json.dump(out, open(PATH, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
