@@ -1,0 +1,118 @@
+// SsdTier: a store's objects on SSD, in a TierFile cut into equal slots, one object per slot.
+//
+//   auto tier = SsdTier::Open("/nvme/kvpool.tier", 64_GiB, {.slot_bytes = 4_MiB});
+//   tier->Put("ns/chunk/s0", "ns/chunk", bytes);   // evicts least recently used groups whole
+//   tier->Get("ns/chunk/s0", buffer);               // CORRUPT (and dropped) if the bytes changed
+//
+// Why slots: a model's stage objects all have one size, so a slot as large as the largest
+// wastes little, needs no allocator, and lets a restarted store rebuild the tier's index by
+// reading only the slots' headers (one 4 KiB read per slot, many in flight).
+//
+// Slot layout: a 4 KiB header (magic, the header's own checksum, the value's length and
+// checksum, a put sequence number, key, group), then the value. Invariants:
+//   * The index lists an object only once its header and value are on the file; a failed
+//     write leaves the key absent.
+//   * A slot's header names at most one live object: removing or evicting an object that
+//     no new object overwrites zeroes its header, so a restart never brings it back.
+//   * Every Get compares the value with its checksum before the caller sees a byte; a
+//     mismatch drops the object and answers CORRUPT.
+//   * Eviction takes a group whole (every object put with the same group name), least
+//     recently used first, so a prefix is never half on SSD.
+//
+// Thread-safe: one mutex; its I/O runs under it.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "ssd/tier_file.h"
+
+namespace kvpool::ssd {
+
+struct SsdTierOptions {
+  uint64_t slot_bytes = uint64_t{4} << 20;  // a multiple of 4 KiB; holds the header and a value
+  TierFileOptions file;
+};
+
+struct SsdTierStats {
+  uint64_t capacity_bytes = 0;  // what values may take: slots x (slot - header)
+  uint64_t value_bytes = 0;     // what values take now
+  uint64_t slots = 0;
+  uint64_t objects = 0;
+  uint64_t hits = 0, misses = 0, corrupt = 0;
+  uint64_t evicted_objects = 0;
+  uint64_t restored_objects = 0;  // found on the file at Open
+};
+
+class SsdTier {
+ public:
+  static constexpr uint64_t kHeaderBytes = 4096;
+
+  // Opens (or creates) the tier at `path` with `size` bytes (whole slots; the rest unused)
+  // and rebuilds the index from the slots' headers. Errors as TierFile::Open, and
+  // INVALID_ARGUMENT for a slot size that is not a multiple of 4 KiB above the header.
+  static Result<std::unique_ptr<SsdTier>> Open(const std::string& path, uint64_t size, SsdTierOptions options);
+  ~SsdTier();
+  SsdTier(const SsdTier&) = delete;
+  SsdTier& operator=(const SsdTier&) = delete;
+
+  // Stores `value` under `key`, replacing an older copy; `group` ("" for none) is evicted
+  // whole with the other objects put under it. Evicts least recently used groups until a
+  // slot is free. INVALID_ARGUMENT when the value does not fit a slot or the key and group
+  // do not fit a header; the I/O error otherwise (the key is then absent).
+  Status Put(std::string_view key, std::string_view group, std::span<const std::byte> value);
+  // Copies the value into `out` and returns its length. NOT_FOUND; INVALID_ARGUMENT when
+  // `out` is shorter than the value; CORRUPT when its bytes no longer match its checksum
+  // (the object is dropped); the I/O error.
+  Result<uint64_t> Get(std::string_view key, std::span<std::byte> out);
+  // NOT_FOUND when absent.
+  Status Remove(std::string_view key);
+  bool Contains(std::string_view key) const;
+  std::vector<std::string> Keys() const;
+  SsdTierStats stats() const;
+
+ private:
+  struct Object {
+    uint64_t slot = 0;
+    uint64_t length = 0;
+    uint64_t checksum = 0;
+    std::string group;
+  };
+  struct Unit {  // what eviction takes at once: a group's objects, or one ungrouped object
+    std::vector<std::string> keys;
+    std::list<std::string>::iterator lru;  // valid once listed
+    bool listed = false;
+  };
+
+  SsdTier(std::unique_ptr<TierFile> file, SsdTierOptions options);
+  Status Rebuild();
+  static std::string UnitName(std::string_view key, std::string_view group);
+  void Touch(const std::string& unit);
+  // Takes `key` out of the index and its unit; the slot goes back to the free list.
+  void Forget(const std::string& key);
+  // Zeroes a slot's header, so a restart finds nothing there.
+  Status ClearHeader(uint64_t slot);
+  Result<uint64_t> TakeSlot();  // a free slot, evicting what it must
+
+  const std::unique_ptr<TierFile> file_;
+  const SsdTierOptions options_;
+  const uint64_t slot_count_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Object> objects_;
+  std::unordered_map<std::string, Unit> units_;
+  std::list<std::string> lru_;  // unit names, least recent first
+  std::vector<uint64_t> free_slots_;
+  uint64_t next_sequence_ = 1;
+  std::byte* io_ = nullptr;  // one slot's bytes, aligned for O_DIRECT
+  SsdTierStats stats_;
+};
+
+}  // namespace kvpool::ssd

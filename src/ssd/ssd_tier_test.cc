@@ -1,0 +1,155 @@
+// SsdTier on real files: values round-trip; a group is evicted whole, least recently used
+// first; bytes changed on the file are caught (CORRUPT, dropped), never returned; a reopened
+// tier finds what it held and not what was removed or replaced.
+#include "ssd/ssd_tier.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <variant>
+
+namespace kvpool::ssd {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kSlot = 64 << 10;
+
+std::vector<std::byte> Value(size_t n, uint64_t seed) {
+  std::vector<std::byte> v(n);
+  std::mt19937_64 rng(seed);
+  for (std::byte& b : v) b = std::byte(rng());
+  return v;
+}
+
+class SsdTierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kvpool-ssdtier-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::unique_ptr<SsdTier> Open(uint64_t slots) {
+    auto tier = SsdTier::Open(dir_ / "tier", slots * kSlot, {.slot_bytes = kSlot, .file = {}});
+    EXPECT_TRUE(tier.ok()) << tier.status().ToString();
+    return tier.ok() ? std::move(tier).value() : nullptr;
+  }
+  // The value of `key` read back, or the error's code.
+  static std::variant<std::vector<std::byte>, StatusCode> Read(SsdTier& tier, const std::string& key) {
+    std::vector<std::byte> out(kSlot);
+    Result<uint64_t> n = tier.Get(key, out);
+    if (!n.ok()) return n.status().code();
+    out.resize(*n);
+    return out;
+  }
+  fs::path dir_;
+};
+
+TEST_F(SsdTierTest, ValuesRoundTripAndRemoveForgets) {
+  auto tier = Open(8);
+  const auto a = Value(1000, 1), b = Value(kSlot - SsdTier::kHeaderBytes, 2);
+  ASSERT_TRUE(tier->Put("a", "", a).ok());
+  ASSERT_TRUE(tier->Put("b", "", b).ok());
+  EXPECT_EQ(std::get<0>(Read(*tier, "a")), a);
+  EXPECT_EQ(std::get<0>(Read(*tier, "b")), b);
+  ASSERT_TRUE(tier->Remove("a").ok());
+  EXPECT_EQ(std::get<1>(Read(*tier, "a")), StatusCode::kNotFound);
+  EXPECT_EQ(tier->Remove("a").code(), StatusCode::kNotFound);
+  EXPECT_EQ(tier->Put("big", "", Value(kSlot, 3)).code(), StatusCode::kInvalidArgument);
+  std::vector<std::byte> small(10);
+  EXPECT_EQ(tier->Get("b", small).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tier->stats().objects, 1u);
+  EXPECT_EQ(tier->stats().value_bytes, b.size());
+}
+
+TEST_F(SsdTierTest, AGroupIsEvictedWholeLeastRecentlyUsedFirst) {
+  auto tier = Open(4);
+  for (const char* key : {"a/0", "a/1"}) ASSERT_TRUE(tier->Put(key, "a", Value(100, 1)).ok());
+  for (const char* key : {"b/0", "b/1"}) ASSERT_TRUE(tier->Put(key, "b", Value(100, 2)).ok());
+  ASSERT_EQ(tier->stats().objects, 4u);
+  ASSERT_TRUE(std::holds_alternative<std::vector<std::byte>>(Read(*tier, "a/0")));  // a is now the most recent
+  ASSERT_TRUE(tier->Put("c", "", Value(100, 3)).ok());
+  EXPECT_TRUE(tier->Contains("a/0"));
+  EXPECT_TRUE(tier->Contains("a/1"));
+  EXPECT_FALSE(tier->Contains("b/0"));  // b went whole, though one slot was enough
+  EXPECT_FALSE(tier->Contains("b/1"));
+  EXPECT_TRUE(tier->Contains("c"));
+  EXPECT_EQ(tier->stats().evicted_objects, 2u);
+}
+
+TEST_F(SsdTierTest, BytesChangedOnTheFileAreCaughtAndDropped) {
+  auto tier = Open(4);
+  ASSERT_TRUE(tier->Put("x", "", Value(5000, 4)).ok());
+  ASSERT_TRUE(tier->Put("y", "", Value(5000, 5)).ok());
+  // Flip a bit of every slot's value through another descriptor (what a failing disk does).
+  const int fd = open((dir_ / "tier").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  for (uint64_t slot = 0; slot < 4; ++slot) {
+    std::byte b;
+    ASSERT_EQ(pread(fd, &b, 1, slot * kSlot + SsdTier::kHeaderBytes + 17), 1);
+    b ^= std::byte{0x04};
+    ASSERT_EQ(pwrite(fd, &b, 1, slot * kSlot + SsdTier::kHeaderBytes + 17), 1);
+  }
+  close(fd);
+  EXPECT_EQ(std::get<1>(Read(*tier, "x")), StatusCode::kCorrupt);
+  EXPECT_FALSE(tier->Contains("x"));
+  EXPECT_EQ(std::get<1>(Read(*tier, "x")), StatusCode::kNotFound);
+  EXPECT_EQ(tier->stats().corrupt, 1u);
+  // Nor does a restart bring a dropped object back.
+  tier.reset();
+  tier = Open(4);
+  EXPECT_FALSE(tier->Contains("x"));
+  EXPECT_EQ(std::get<1>(Read(*tier, "y")), StatusCode::kCorrupt);
+}
+
+TEST_F(SsdTierTest, AReopenedTierFindsWhatItHeldAndNotWhatWasRemovedOrReplaced) {
+  const auto keep = Value(3000, 6), newer = Value(2000, 7);
+  {
+    auto tier = Open(8);
+    ASSERT_TRUE(tier->Put("keep", "g", keep).ok());
+    ASSERT_TRUE(tier->Put("gone", "", Value(100, 8)).ok());
+    ASSERT_TRUE(tier->Put("twice", "", Value(100, 9)).ok());
+    ASSERT_TRUE(tier->Put("twice", "", newer).ok());
+    ASSERT_TRUE(tier->Remove("gone").ok());
+  }
+  auto tier = Open(8);
+  std::vector<std::string> keys = tier->Keys();
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"keep", "twice"}));
+  EXPECT_EQ(tier->stats().restored_objects, 2u);
+  EXPECT_EQ(std::get<0>(Read(*tier, "keep")), keep);
+  EXPECT_EQ(std::get<0>(Read(*tier, "twice")), newer);
+  // The restored tier keeps putting and evicting: 6 free slots, then the oldest unit goes.
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(tier->Put("n" + std::to_string(i), "", Value(100, i)).ok());
+  EXPECT_FALSE(tier->Contains("keep"));  // put before "twice", so evicted first
+  EXPECT_TRUE(tier->Contains("twice"));
+}
+
+TEST_F(SsdTierTest, AfterACrashBetweenAReplaceAndItsCleanUpTheNewestCopyWins) {
+  const auto older = Value(500, 10), newer = Value(700, 11);
+  std::vector<char> first_slot(kSlot);
+  {
+    auto tier = Open(4);
+    ASSERT_TRUE(tier->Put("k", "", older).ok());  // slot 0
+    const int fd = open((dir_ / "tier").c_str(), O_RDONLY);
+    ASSERT_EQ(pread(fd, first_slot.data(), kSlot, 0), static_cast<ssize_t>(kSlot));
+    close(fd);
+    ASSERT_TRUE(tier->Put("k", "", newer).ok());  // slot 1; slot 0's header cleared
+  }
+  // Put the old copy back, as if the process died before clearing it.
+  const int fd = open((dir_ / "tier").c_str(), O_WRONLY);
+  ASSERT_EQ(pwrite(fd, first_slot.data(), kSlot, 0), static_cast<ssize_t>(kSlot));
+  close(fd);
+  for (int restart = 0; restart < 2; ++restart) {
+    auto tier = Open(4);
+    EXPECT_EQ(tier->Keys(), std::vector<std::string>{"k"});
+    EXPECT_EQ(std::get<0>(Read(*tier, "k")), newer);
+  }
+}
+
+}  // namespace
+}  // namespace kvpool::ssd
