@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The SSD tier's file I/O against fio, in one run (issue 17): random writes, then random reads,
-# of distinct block-aligned slots at 1-8 MiB blocks, queue depth 8, O_DIRECT, on the same file;
-# kvpool (kvpool_ssd_io_bench: ssd/tier_file.h over io_uring) and fio (ioengine=io_uring) take
-# turns within each repetition. Raw results: docs/results/ssd-io.json, rendered into
+# The SSD tier's I/O against fio, in one run (issue 17): random writes, then random reads, of
+# distinct block-aligned slots at 1-8 MiB blocks, queue depth 8, O_DIRECT; kvpool's tier file
+# (kvpool_ssd_io_bench: ssd/tier_file.h over io_uring) and fio (ioengine=io_uring) on the same
+# file, and the tier's objects (ssd/ssd_tier.h: puts and gets of one-block objects, a header
+# each) on a file of their own beside it, take turns within each repetition. Raw results: docs/results/ssd-io.json, rendered into
 # docs/benchmarks.md by scripts/render_ssd_benchmarks.py.
 #
 # usage: [SSD_DIR=/var/tmp] [FILE_SIZE=4GiB] [PASS_BYTES=1GiB] [REPS=3] [DEPTH=8] scripts/bench-ssd.sh
@@ -19,11 +20,15 @@ cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_
 ninja -C build kvpool_ssd_io_bench >/dev/null
 FILE=$(mktemp -p "$SSD_DIR" kvpool-ssd-bench.XXXXXX)
 RAW=$(mktemp)
-trap 'rm -f "$FILE" "$RAW"' EXIT
+trap 'rm -f "$FILE" "$FILE".objects-* "$RAW"' EXIT
 
 kvpool_pass() {  # kvpool_pass OP BLOCK SEED
   build/bench/kvpool_ssd_io_bench --file "$FILE" --file-size "$FILE_SIZE" --block "$2" --bytes "$PASS_BYTES" \
     --queue-depth "$DEPTH" --op "$1" --seed "$3" --json
+}
+objects_pass() {  # objects_pass OP BLOCK SEED (a tier file per block size: its slots fit the block)
+  build/bench/kvpool_ssd_io_bench --objects --file "$FILE.objects-$2" --file-size "$FILE_SIZE" --block "$2" \
+    --bytes "$PASS_BYTES" --queue-depth "$DEPTH" --op "$1" --seed "$3" --json
 }
 fio_pass() {  # fio_pass OP BLOCK
   fio --name=tier --filename="$FILE" --ioengine=io_uring --direct=1 --rw="rand$1" --bs="${2/iB/}" \
@@ -43,9 +48,11 @@ for rep in $(seq "$REPS"); do
     for op in write read; do
       # Alternate who goes first, so neither always meets a device the other just warmed.
       if [ $((rep % 2)) = 1 ]; then
-        kvpool_pass "$op" "$block" "$rep" >>"$RAW"; fio_pass "$op" "$block" "$(bytes_of "$block")" >>"$RAW"
+        kvpool_pass "$op" "$block" "$rep" >>"$RAW"; objects_pass "$op" "$block" "$rep" >>"$RAW"
+        fio_pass "$op" "$block" "$(bytes_of "$block")" >>"$RAW"
       else
-        fio_pass "$op" "$block" "$(bytes_of "$block")" >>"$RAW"; kvpool_pass "$op" "$block" "$rep" >>"$RAW"
+        fio_pass "$op" "$block" "$(bytes_of "$block")" >>"$RAW"; objects_pass "$op" "$block" "$rep" >>"$RAW"
+        kvpool_pass "$op" "$block" "$rep" >>"$RAW"
       fi
     done
   done

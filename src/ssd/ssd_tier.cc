@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <optional>
 
 #include <fmt/format.h>
@@ -88,12 +90,16 @@ SsdTier::SsdTier(std::unique_ptr<TierFile> file, SsdTierOptions options)
     : file_(std::move(file)),
       options_(options),
       slot_count_(file_->size() / options.slot_bytes),
-      io_(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, options.slot_bytes))) {
+      zeros_(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, kHeaderBytes))) {
+  std::memset(zeros_, 0, kHeaderBytes);
   stats_.slots = slot_count_;
   stats_.capacity_bytes = slot_count_ * (options.slot_bytes - kHeaderBytes);
 }
 
-SsdTier::~SsdTier() { std::free(io_); }
+SsdTier::~SsdTier() {
+  std::free(zeros_);
+  for (std::byte* b : buffers_) std::free(b);
+}
 
 Status SsdTier::Rebuild() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -130,7 +136,7 @@ Status SsdTier::Rebuild() {
   }
   std::free(headers);
   KVPOOL_RETURN_IF_ERROR(status);
-  for (uint64_t slot : stale) KVPOOL_RETURN_IF_ERROR(ClearHeader(slot));
+  KVPOOL_RETURN_IF_ERROR(ClearHeaders(stale));
   // Into the index in put order, so the least recently put group is evicted first.
   std::vector<const std::pair<Header, uint64_t>*> order;
   for (const auto& [key, found] : newest) order.push_back(&found);
@@ -183,92 +189,208 @@ void SsdTier::Forget(const std::string& key) {
   objects_.erase(it);
 }
 
-Status SsdTier::ClearHeader(uint64_t slot) {
-  std::memset(io_, 0, kHeaderBytes);
-  return file_->Run(std::vector<FileIo>{{FileIo::kWrite, slot * options_.slot_bytes, {io_, kHeaderBytes}}})[0];
+Status SsdTier::ClearHeaders(std::span<const uint64_t> slots) {
+  std::vector<FileIo> writes;
+  for (uint64_t slot : slots) writes.push_back({FileIo::kWrite, slot * options_.slot_bytes, {zeros_, kHeaderBytes}});
+  for (const Status& s : file_->Run(writes)) KVPOOL_RETURN_IF_ERROR(s);
+  return Status::Ok();
 }
 
-Result<uint64_t> SsdTier::TakeSlot() {
+Result<uint64_t> SsdTier::TakeSlot(std::vector<uint64_t>& to_clear) {
   while (free_slots_.empty()) {
     if (lru_.empty()) return NoSpace(fmt::format("SSD tier {}: no slot to put into", file_->path()));
     const std::vector<std::string> keys = units_[lru_.front()].keys;  // copied: Forget edits the unit
     for (const std::string& key : keys) {
-      const uint64_t slot = objects_[key].slot;
+      to_clear.push_back(objects_[key].slot);
       Forget(key);
       ++stats_.evicted_objects;
-      KVPOOL_RETURN_IF_ERROR(ClearHeader(slot));
     }
   }
   const uint64_t slot = free_slots_.back();
   free_slots_.pop_back();
+  // Reused at once: its new header replaces the old one (a write torn before it is caught by
+  // the checksums), so it needs no clearing.
+  std::erase(to_clear, slot);
   return slot;
 }
 
-Status SsdTier::Put(std::string_view key, std::string_view group, std::span<const std::byte> value) {
-  if (value.size() > options_.slot_bytes - kHeaderBytes) {
-    return InvalidArgument(fmt::format("SSD tier: a value of {} bytes does not fit a slot of {}", value.size(),
-                                       options_.slot_bytes));
+uint64_t SsdTier::IoBytes(uint64_t value_length) const {
+  return kHeaderBytes + (file_->alignment() > 1 ? RoundUp(value_length, kHeaderBytes) : value_length);
+}
+
+std::byte*& SsdTier::Buffer(size_t i) {
+  while (buffers_.size() <= i) {
+    buffers_.push_back(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, options_.slot_bytes)));
   }
-  if (key.empty() || key.size() + group.size() > kHeaderBytes - kFixedHeaderBytes) {
-    return InvalidArgument("SSD tier: the key is empty, or the key and group are too long for a slot's header");
+  return buffers_[i];
+}
+
+size_t SsdTier::WaveSize() const { return 2 * size_t{options_.file.queue_depth}; }
+
+void SsdTier::Pipelined(size_t count, const std::function<Wave(size_t, size_t, std::byte* const*)>& prepare,
+                        const std::function<void(const Wave&, const std::vector<Status>&)>& finish) {
+  // Two halves of buffers: one wave's I/O runs on a helper thread while this thread prepares
+  // the next (a put's copies) or finishes the last (a get's checks).
+  const size_t wave = WaveSize();
+  Buffer(2 * wave - 1);  // allocates them all
+  std::byte* const* halves[2] = {buffers_.data(), buffers_.data() + wave};
+  size_t first = 0;
+  int half = 0;
+  // Waves live on the heap: the helper thread holds a pointer to its wave while this thread
+  // moves the handles along.
+  auto next = [&]() -> std::unique_ptr<Wave> {
+    if (first >= count) return nullptr;
+    const size_t end = std::min(count, first + wave);
+    auto w = std::make_unique<Wave>(prepare(first, end, halves[half]));
+    first = end;
+    half ^= 1;
+    return w;
+  };
+  auto run = [this](const Wave* w) { return std::async(std::launch::async, [this, w] { return file_->Run(w->ios); }); };
+  std::unique_ptr<Wave> current = next();
+  if (!current) return;
+  std::future<std::vector<Status>> io = run(current.get());
+  std::unique_ptr<Wave> following = next();
+  while (current) {
+    const std::vector<Status> done = io.get();
+    if (following) io = run(following.get());
+    finish(*current, done);
+    current = std::move(following);
+    following = current ? next() : nullptr;
   }
-  const uint64_t checksum = Checksum(value);
+}
+
+std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
+  std::vector<Status> result(puts.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    const SsdPut& p = puts[i];
+    if (p.value.size() > options_.slot_bytes - kHeaderBytes) {
+      result[i] = InvalidArgument(fmt::format("SSD tier: a value of {} bytes does not fit a slot of {}",
+                                              p.value.size(), options_.slot_bytes));
+    } else if (p.key.empty() || p.key.size() + p.group.size() > kHeaderBytes - kFixedHeaderBytes) {
+      result[i] = InvalidArgument("SSD tier: the key is empty, or the key and group are too long for a slot's header");
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  Result<uint64_t> slot = TakeSlot();
-  if (!slot.ok()) return slot.status();
-  EncodeHeader({value.size(), checksum, next_sequence_++, std::string(key), std::string(group)}, io_);
-  const uint64_t length = kHeaderBytes + RoundUp(value.size(), file_->alignment() > 1 ? kHeaderBytes : 1);
-  std::memcpy(io_ + kHeaderBytes, value.data(), value.size());
-  std::memset(io_ + kHeaderBytes + value.size(), 0, length - kHeaderBytes - value.size());
-  const Status written =
-      file_->Run(std::vector<FileIo>{{FileIo::kWrite, *slot * options_.slot_bytes, {io_, length}}})[0];
-  if (!written.ok()) {
-    free_slots_.push_back(*slot);
-    return written;
+  std::vector<uint64_t> to_clear;  // slots whose objects left and that no new object took
+  auto prepare = [&](size_t first, size_t end, std::byte* const* buffers) {
+    Wave w;
+    for (size_t i = first; i < end; ++i) {
+      if (!result[i].ok()) continue;
+      Result<uint64_t> slot = TakeSlot(to_clear);
+      if (!slot.ok()) {
+        result[i] = slot.status();
+        continue;
+      }
+      const SsdPut& p = puts[i];
+      std::byte* buffer = buffers[w.ios.size()];
+      // Hashed as it is copied (one pass over the value), beside the last wave's writes.
+      const uint64_t checksum = CopyWithChecksum(buffer + kHeaderBytes, p.value.data(), p.value.size());
+      EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group)}, buffer);
+      const uint64_t length = IoBytes(p.value.size());
+      std::memset(buffer + kHeaderBytes + p.value.size(), 0, length - kHeaderBytes - p.value.size());
+      w.ios.push_back({FileIo::kWrite, *slot * options_.slot_bytes, {buffer, length}});
+      w.requests.push_back(i);
+      w.objects.push_back(Object{*slot, p.value.size(), checksum, std::string(p.group)});
+    }
+    return w;
+  };
+  auto finish = [&](const Wave& w, const std::vector<Status>& written) {
+    for (size_t j = 0; j < w.requests.size(); ++j) {
+      const size_t i = w.requests[j];
+      if (!written[j].ok()) {
+        result[i] = written[j];
+        free_slots_.push_back(w.objects[j].slot);
+        continue;
+      }
+      // The new copy is on the file: an older one goes, its header cleared below.
+      const std::string key(puts[i].key);
+      if (auto old = objects_.find(key); old != objects_.end()) {
+        to_clear.push_back(old->second.slot);
+        Forget(key);
+      }
+      objects_[key] = w.objects[j];
+      const std::string unit = UnitName(puts[i].key, puts[i].group);
+      units_[unit].keys.push_back(key);
+      Touch(unit);
+      stats_.value_bytes += w.objects[j].length;
+      ++stats_.objects;
+    }
+  };
+  Pipelined(puts.size(), prepare, finish);
+  // Best effort: a header left behind only brings back, after a restart, an object whose
+  // bytes are still whole (or that its checksum then catches).
+  if (const Status cleared = ClearHeaders(to_clear); !cleared.ok()) {
+    spdlog::warn("SSD tier {}: clearing the headers of objects that left failed: {}", file_->path(), cleared.ToString());
   }
-  // The new copy is on the file: the old one, if any, goes (its header cleared after).
-  const std::string name(key);
-  if (auto old = objects_.find(name); old != objects_.end()) {
-    const uint64_t old_slot = old->second.slot;
-    Forget(name);
-    KVPOOL_RETURN_IF_ERROR(ClearHeader(old_slot));
+  return result;
+}
+
+std::vector<Result<uint64_t>> SsdTier::Get(std::span<const SsdGet> gets) {
+  std::vector<Result<uint64_t>> result(gets.size(), uint64_t{0});
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> dropped;
+  auto prepare = [&](size_t first, size_t end, std::byte* const* buffers) {
+    Wave w;
+    for (size_t i = first; i < end; ++i) {
+      auto it = objects_.find(std::string(gets[i].key));
+      if (it == objects_.end()) {
+        ++stats_.misses;
+        result[i] = NotFound(fmt::format("SSD tier: no object {}", gets[i].key));
+      } else if (gets[i].out.size() < it->second.length) {
+        result[i] = InvalidArgument(fmt::format("SSD tier: {} holds {} bytes, the buffer {}", gets[i].key,
+                                                it->second.length, gets[i].out.size()));
+      } else {
+        w.ios.push_back({FileIo::kRead, it->second.slot * options_.slot_bytes,
+                         {buffers[w.ios.size()], IoBytes(it->second.length)}});
+        w.requests.push_back(i);
+        w.objects.push_back(it->second);
+      }
+    }
+    return w;
+  };
+  auto finish = [&](const Wave& w, const std::vector<Status>& read) {
+    for (size_t j = 0; j < w.requests.size(); ++j) {
+      const size_t i = w.requests[j];
+      const Object& o = w.objects[j];
+      const std::byte* buffer = w.ios[j].data.data();
+      if (!read[j].ok()) {
+        result[i] = read[j];
+        continue;
+      }
+      const std::optional<Header> h = DecodeHeader(buffer, options_.slot_bytes - kHeaderBytes);
+      if (!h || h->key != gets[i].key || h->value_length != o.length ||
+          Checksum(buffer + kHeaderBytes, o.length) != o.checksum) {
+        ++stats_.corrupt;
+        if (auto it = objects_.find(std::string(gets[i].key)); it != objects_.end() && it->second.slot == o.slot) {
+          Forget(std::string(gets[i].key));  // once, however often the batch asks
+          dropped.push_back(o.slot);
+          spdlog::warn("SSD tier {}: {} does not match its checksum; dropped", file_->path(), gets[i].key);
+        }
+        result[i] = Corrupt(fmt::format("SSD tier: {} does not match its checksum", gets[i].key));
+        continue;
+      }
+      std::memcpy(gets[i].out.data(), buffer + kHeaderBytes, o.length);
+      if (objects_.count(std::string(gets[i].key))) Touch(UnitName(gets[i].key, o.group));
+      ++stats_.hits;
+      result[i] = o.length;
+    }
+  };
+  Pipelined(gets.size(), prepare, finish);
+  if (const Status cleared = ClearHeaders(dropped); !cleared.ok()) {
+    spdlog::warn("SSD tier {}: clearing the headers of corrupt objects failed: {}", file_->path(), cleared.ToString());
   }
-  objects_[name] = Object{*slot, value.size(), checksum, std::string(group)};
-  const std::string unit = UnitName(key, group);
-  units_[unit].keys.push_back(name);
-  Touch(unit);
-  stats_.value_bytes += value.size();
-  ++stats_.objects;
-  return Status::Ok();
+  return result;
+}
+
+Status SsdTier::Put(std::string_view key, std::string_view group, std::span<const std::byte> value) {
+  const SsdPut put{key, group, value};
+  return Put(std::span(&put, 1))[0];
 }
 
 Result<uint64_t> SsdTier::Get(std::string_view key, std::span<std::byte> out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = objects_.find(std::string(key));
-  if (it == objects_.end()) {
-    ++stats_.misses;
-    return NotFound(fmt::format("SSD tier: no object {}", key));
-  }
-  const Object o = it->second;
-  if (out.size() < o.length) {
-    return InvalidArgument(fmt::format("SSD tier: {} holds {} bytes, the buffer {}", key, o.length, out.size()));
-  }
-  const uint64_t length = kHeaderBytes + RoundUp(o.length, file_->alignment() > 1 ? kHeaderBytes : 1);
-  KVPOOL_RETURN_IF_ERROR(
-      file_->Run(std::vector<FileIo>{{FileIo::kRead, o.slot * options_.slot_bytes, {io_, length}}})[0]);
-  const std::optional<Header> h = DecodeHeader(io_, options_.slot_bytes - kHeaderBytes);
-  if (!h || h->key != key || h->value_length != o.length || Checksum(io_ + kHeaderBytes, o.length) != o.checksum) {
-    ++stats_.corrupt;
-    Forget(std::string(key));
-    const Status cleared = ClearHeader(o.slot);
-    spdlog::warn("SSD tier {}: {} does not match its checksum; dropped{}", file_->path(), key,
-                 cleared.ok() ? "" : " (its header could not be cleared: " + cleared.ToString() + ")");
-    return Corrupt(fmt::format("SSD tier: {} does not match its checksum", key));
-  }
-  std::memcpy(out.data(), io_ + kHeaderBytes, o.length);
-  Touch(UnitName(key, o.group));
-  ++stats_.hits;
-  return o.length;
+  const SsdGet get{key, out};
+  return std::move(Get(std::span(&get, 1))[0]);
 }
 
 Status SsdTier::Remove(std::string_view key) {
@@ -277,7 +399,7 @@ Status SsdTier::Remove(std::string_view key) {
   if (it == objects_.end()) return NotFound(fmt::format("SSD tier: no object {}", key));
   const uint64_t slot = it->second.slot;
   Forget(std::string(key));
-  return ClearHeader(slot);
+  return ClearHeaders(std::span(&slot, 1));
 }
 
 bool SsdTier::Contains(std::string_view key) const {

@@ -12,8 +12,10 @@
 // checksum, a put sequence number, key, group), then the value. Invariants:
 //   * The index lists an object only once its header and value are on the file; a failed
 //     write leaves the key absent.
-//   * A slot's header names at most one live object: removing or evicting an object that
-//     no new object overwrites zeroes its header, so a restart never brings it back.
+//   * A removed object's header is zeroed before Remove returns, so a restart never brings
+//     it back. Evicted and replaced objects' headers are zeroed when their put batch ends;
+//     one a crash left behind brings back only an object whose bytes are whole (or that its
+//     checksum then catches), and of two copies of a key the newer wins.
 //   * Every Get compares the value with its checksum before the caller sees a byte; a
 //     mismatch drops the object and answers CORRUPT.
 //   * Eviction takes a group whole (every object put with the same group name), least
@@ -23,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -40,6 +43,16 @@ namespace kvpool::ssd {
 struct SsdTierOptions {
   uint64_t slot_bytes = uint64_t{4} << 20;  // a multiple of 4 KiB; holds the header and a value
   TierFileOptions file;
+};
+
+struct SsdPut {
+  std::string_view key;
+  std::string_view group;  // "" for none
+  std::span<const std::byte> value;
+};
+struct SsdGet {
+  std::string_view key;
+  std::span<std::byte> out;
 };
 
 struct SsdTierStats {
@@ -73,6 +86,11 @@ class SsdTier {
   // `out` is shorter than the value; CORRUPT when its bytes no longer match its checksum
   // (the object is dropped); the I/O error.
   Result<uint64_t> Get(std::string_view key, std::span<std::byte> out);
+  // The same for many objects, one result each, in waves of 2 x queue_depth requests, one
+  // wave on the file while the next is prepared (each request through a buffer of one slot:
+  // 4 x queue_depth slots of memory, kept for the next call).
+  std::vector<Status> Put(std::span<const SsdPut> puts);
+  std::vector<Result<uint64_t>> Get(std::span<const SsdGet> gets);
   // NOT_FOUND when absent.
   Status Remove(std::string_view key);
   bool Contains(std::string_view key) const;
@@ -98,9 +116,25 @@ class SsdTier {
   void Touch(const std::string& unit);
   // Takes `key` out of the index and its unit; the slot goes back to the free list.
   void Forget(const std::string& key);
-  // Zeroes a slot's header, so a restart finds nothing there.
-  Status ClearHeader(uint64_t slot);
-  Result<uint64_t> TakeSlot();  // a free slot, evicting what it must
+  // Zeroes slots' headers, so a restart finds nothing there.
+  Status ClearHeaders(std::span<const uint64_t> slots);
+  // A free slot, evicting least recently used units when there is none; the slots of what it
+  // evicted go to `to_clear` (less the one it returns).
+  Result<uint64_t> TakeSlot(std::vector<uint64_t>& to_clear);
+  uint64_t IoBytes(uint64_t value_length) const;  // header + value, aligned for the file
+  std::byte*& Buffer(size_t i);                    // the i-th I/O buffer (one slot each)
+  size_t WaveSize() const;
+  // One wave of a batch: its requests on the file, and which entries of the batch they serve.
+  struct Wave {
+    std::vector<FileIo> ios;
+    std::vector<size_t> requests;
+    std::vector<Object> objects;
+  };
+  // Runs a batch of `count` entries in waves of WaveSize(): prepare(first, end, buffers) makes
+  // a wave (its I/O through `buffers`), finish(wave, statuses) takes its results. A wave's
+  // I/O runs on a helper thread beside the preparing of the next and the finishing of the last.
+  void Pipelined(size_t count, const std::function<Wave(size_t, size_t, std::byte* const*)>& prepare,
+                 const std::function<void(const Wave&, const std::vector<Status>&)>& finish);
 
   const std::unique_ptr<TierFile> file_;
   const SsdTierOptions options_;
@@ -111,7 +145,8 @@ class SsdTier {
   std::list<std::string> lru_;  // unit names, least recent first
   std::vector<uint64_t> free_slots_;
   uint64_t next_sequence_ = 1;
-  std::byte* io_ = nullptr;  // one slot's bytes, aligned for O_DIRECT
+  std::byte* const zeros_;            // a zeroed header, aligned for O_DIRECT
+  std::vector<std::byte*> buffers_;  // a wave's slot buffers, aligned for O_DIRECT
   SsdTierStats stats_;
 };
 

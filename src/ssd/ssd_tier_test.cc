@@ -66,6 +66,35 @@ TEST_F(SsdTierTest, ValuesRoundTripAndRemoveForgets) {
   EXPECT_EQ(tier->stats().value_bytes, b.size());
 }
 
+TEST_F(SsdTierTest, BatchesLargerThanAWaveAnswerEachObject) {
+  auto tier = Open(64);  // 8 in flight: waves of 16
+  std::vector<std::vector<std::byte>> values;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) {
+    values.push_back(Value(1000 + 37 * i, 100 + i));
+    keys.push_back("obj" + std::to_string(i));
+  }
+  std::vector<SsdPut> puts;
+  for (int i = 0; i < 40; ++i) puts.push_back({keys[i], i % 2 ? "odd" : "", values[i]});
+  puts.push_back({"", "", values[0]});  // no key
+  const std::vector<Status> put = tier->Put(puts);
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(put[i].ok()) << i << ": " << put[i].ToString();
+  EXPECT_EQ(put[40].code(), StatusCode::kInvalidArgument);
+
+  std::vector<std::vector<std::byte>> outs(42, std::vector<std::byte>(kSlot));
+  std::vector<SsdGet> gets;
+  for (int i = 0; i < 40; ++i) gets.push_back({keys[i], outs[i]});
+  gets.push_back({"missing", outs[40]});
+  gets.push_back({keys[5], std::span(outs[41]).first(10)});  // too short
+  const std::vector<Result<uint64_t>> got = tier->Get(gets);
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].status().ToString();
+    EXPECT_EQ(std::vector<std::byte>(outs[i].begin(), outs[i].begin() + *got[i]), values[i]) << i;
+  }
+  EXPECT_EQ(got[40].status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got[41].status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(SsdTierTest, AGroupIsEvictedWholeLeastRecentlyUsedFirst) {
   auto tier = Open(4);
   for (const char* key : {"a/0", "a/1"}) ASSERT_TRUE(tier->Put(key, "a", Value(100, 1)).ok());
