@@ -40,11 +40,11 @@ def render(r):
         ratio = f"{objects / fio:.2f}" if objects else "–"
         out.append(f"| {block >> 20} MiB | {op} | {ours:.2f} | {objects_cells}{fio:.2f} | {ours / fio:.2f} | {ratio} |")
     out += ["", "This machine's disk is a shared virtual disk whose speed moves from pass to pass: the ratio, "
-            "not the GB/s, is the result. The bare file keeps up with fio. The objects do not yet: each wave of "
-            "2 x depth requests drains the queue before the next wave's requests go in (their buffers are the "
-            "last wave's), and copying and hashing each value into an aligned buffer takes one of this machine's "
-            "two cores while fio copies nothing. Keeping the queue full across waves is the next step of issue "
-            "17, with demotion from DRAM and reads through the pool.", END]
+            "not the GB/s, is the result. The tier's objects keep the queue full (the next object is copied and "
+            "hashed as soon as a request completes), yet each write copies and hashes its value into an aligned "
+            "buffer on one of this machine's two cores (fio copies nothing), which is what still holds the "
+            "larger writes under the target. Demotion from DRAM and reads through the pool are the next steps "
+            "of issue 17.", END]
     return "\n".join(out)
 
 

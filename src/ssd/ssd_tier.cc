@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <future>
 #include <optional>
 
 #include <fmt/format.h>
@@ -225,39 +223,9 @@ std::byte*& SsdTier::Buffer(size_t i) {
   return buffers_[i];
 }
 
-size_t SsdTier::WaveSize() const { return 2 * size_t{options_.file.queue_depth}; }
-
-void SsdTier::Pipelined(size_t count, const std::function<Wave(size_t, size_t, std::byte* const*)>& prepare,
-                        const std::function<void(const Wave&, const std::vector<Status>&)>& finish) {
-  // Two halves of buffers: one wave's I/O runs on a helper thread while this thread prepares
-  // the next (a put's copies) or finishes the last (a get's checks).
-  const size_t wave = WaveSize();
-  Buffer(2 * wave - 1);  // allocates them all
-  std::byte* const* halves[2] = {buffers_.data(), buffers_.data() + wave};
-  size_t first = 0;
-  int half = 0;
-  // Waves live on the heap: the helper thread holds a pointer to its wave while this thread
-  // moves the handles along.
-  auto next = [&]() -> std::unique_ptr<Wave> {
-    if (first >= count) return nullptr;
-    const size_t end = std::min(count, first + wave);
-    auto w = std::make_unique<Wave>(prepare(first, end, halves[half]));
-    first = end;
-    half ^= 1;
-    return w;
-  };
-  auto run = [this](const Wave* w) { return std::async(std::launch::async, [this, w] { return file_->Run(w->ios); }); };
-  std::unique_ptr<Wave> current = next();
-  if (!current) return;
-  std::future<std::vector<Status>> io = run(current.get());
-  std::unique_ptr<Wave> following = next();
-  while (current) {
-    const std::vector<Status> done = io.get();
-    if (following) io = run(following.get());
-    finish(*current, done);
-    current = std::move(following);
-    following = current ? next() : nullptr;
-  }
+std::vector<std::byte*> SsdTier::FreeBuffers() {
+  Buffer(options_.file.queue_depth - 1);  // allocates them all
+  return {buffers_.begin(), buffers_.begin() + options_.file.queue_depth};
 }
 
 std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
@@ -273,51 +241,54 @@ std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> to_clear;  // slots whose objects left and that no new object took
-  auto prepare = [&](size_t first, size_t end, std::byte* const* buffers) {
-    Wave w;
-    for (size_t i = first; i < end; ++i) {
-      if (!result[i].ok()) continue;
-      Result<uint64_t> slot = TakeSlot(to_clear);
-      if (!slot.ok()) {
-        result[i] = slot.status();
-        continue;
-      }
-      const SsdPut& p = puts[i];
-      std::byte* buffer = buffers[w.ios.size()];
-      // Hashed as it is copied (one pass over the value), beside the last wave's writes.
-      const uint64_t checksum = CopyWithChecksum(buffer + kHeaderBytes, p.value.data(), p.value.size());
-      EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group)}, buffer);
-      const uint64_t length = IoBytes(p.value.size());
-      std::memset(buffer + kHeaderBytes + p.value.size(), 0, length - kHeaderBytes - p.value.size());
-      w.ios.push_back({FileIo::kWrite, *slot * options_.slot_bytes, {buffer, length}});
-      w.requests.push_back(i);
-      w.objects.push_back(Object{*slot, p.value.size(), checksum, std::string(p.group)});
-    }
-    return w;
-  };
-  auto finish = [&](const Wave& w, const std::vector<Status>& written) {
-    for (size_t j = 0; j < w.requests.size(); ++j) {
-      const size_t i = w.requests[j];
-      if (!written[j].ok()) {
-        result[i] = written[j];
-        free_slots_.push_back(w.objects[j].slot);
-        continue;
-      }
-      // The new copy is on the file: an older one goes, its header cleared below.
-      const std::string key(puts[i].key);
-      if (auto old = objects_.find(key); old != objects_.end()) {
-        to_clear.push_back(old->second.slot);
-        Forget(key);
-      }
-      objects_[key] = w.objects[j];
-      const std::string unit = UnitName(puts[i].key, puts[i].group);
-      units_[unit].keys.push_back(key);
-      Touch(unit);
-      stats_.value_bytes += w.objects[j].length;
-      ++stats_.objects;
-    }
-  };
-  Pipelined(puts.size(), prepare, finish);
+  // One buffer per request in flight: the file asks for the next request only when one is done.
+  std::vector<std::byte*> free_buffers = FreeBuffers();
+  std::vector<std::pair<Object, std::byte*>> pending(puts.size());
+  size_t next = 0;
+  file_->Stream(
+      [&]() -> std::optional<TaggedIo> {
+        while (next < puts.size()) {
+          const size_t i = next++;
+          if (!result[i].ok()) continue;
+          Result<uint64_t> slot = TakeSlot(to_clear);
+          if (!slot.ok()) {
+            result[i] = slot.status();
+            continue;
+          }
+          const SsdPut& p = puts[i];
+          std::byte* buffer = free_buffers.back();
+          free_buffers.pop_back();
+          // Hashed as it is copied (one pass over the value), while the ring writes others.
+          const uint64_t checksum = CopyWithChecksum(buffer + kHeaderBytes, p.value.data(), p.value.size());
+          EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group)}, buffer);
+          const uint64_t length = IoBytes(p.value.size());
+          std::memset(buffer + kHeaderBytes + p.value.size(), 0, length - kHeaderBytes - p.value.size());
+          pending[i] = {Object{*slot, p.value.size(), checksum, std::string(p.group)}, buffer};
+          return TaggedIo{{FileIo::kWrite, *slot * options_.slot_bytes, {buffer, length}}, i};
+        }
+        return std::nullopt;
+      },
+      [&](uint64_t i, Status written) {
+        auto& [object, buffer] = pending[i];
+        free_buffers.push_back(buffer);
+        if (!written.ok()) {
+          result[i] = std::move(written);
+          free_slots_.push_back(object.slot);
+          return;
+        }
+        // The new copy is on the file: an older one goes, its header cleared below.
+        const std::string key(puts[i].key);
+        if (auto old = objects_.find(key); old != objects_.end()) {
+          to_clear.push_back(old->second.slot);
+          Forget(key);
+        }
+        stats_.value_bytes += object.length;
+        ++stats_.objects;
+        objects_[key] = std::move(object);
+        const std::string unit = UnitName(puts[i].key, puts[i].group);
+        units_[unit].keys.push_back(key);
+        Touch(unit);
+      });
   // Best effort: a header left behind only brings back, after a restart, an object whose
   // bytes are still whole (or that its checksum then catches).
   if (const Status cleared = ClearHeaders(to_clear); !cleared.ok()) {
@@ -330,53 +301,53 @@ std::vector<Result<uint64_t>> SsdTier::Get(std::span<const SsdGet> gets) {
   std::vector<Result<uint64_t>> result(gets.size(), uint64_t{0});
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> dropped;
-  auto prepare = [&](size_t first, size_t end, std::byte* const* buffers) {
-    Wave w;
-    for (size_t i = first; i < end; ++i) {
-      auto it = objects_.find(std::string(gets[i].key));
-      if (it == objects_.end()) {
-        ++stats_.misses;
-        result[i] = NotFound(fmt::format("SSD tier: no object {}", gets[i].key));
-      } else if (gets[i].out.size() < it->second.length) {
-        result[i] = InvalidArgument(fmt::format("SSD tier: {} holds {} bytes, the buffer {}", gets[i].key,
-                                                it->second.length, gets[i].out.size()));
-      } else {
-        w.ios.push_back({FileIo::kRead, it->second.slot * options_.slot_bytes,
-                         {buffers[w.ios.size()], IoBytes(it->second.length)}});
-        w.requests.push_back(i);
-        w.objects.push_back(it->second);
-      }
-    }
-    return w;
-  };
-  auto finish = [&](const Wave& w, const std::vector<Status>& read) {
-    for (size_t j = 0; j < w.requests.size(); ++j) {
-      const size_t i = w.requests[j];
-      const Object& o = w.objects[j];
-      const std::byte* buffer = w.ios[j].data.data();
-      if (!read[j].ok()) {
-        result[i] = read[j];
-        continue;
-      }
-      const std::optional<Header> h = DecodeHeader(buffer, options_.slot_bytes - kHeaderBytes);
-      if (!h || h->key != gets[i].key || h->value_length != o.length ||
-          Checksum(buffer + kHeaderBytes, o.length) != o.checksum) {
-        ++stats_.corrupt;
-        if (auto it = objects_.find(std::string(gets[i].key)); it != objects_.end() && it->second.slot == o.slot) {
-          Forget(std::string(gets[i].key));  // once, however often the batch asks
-          dropped.push_back(o.slot);
-          spdlog::warn("SSD tier {}: {} does not match its checksum; dropped", file_->path(), gets[i].key);
+  std::vector<std::byte*> free_buffers = FreeBuffers();
+  std::vector<std::pair<Object, std::byte*>> pending(gets.size());
+  size_t next = 0;
+  file_->Stream(
+      [&]() -> std::optional<TaggedIo> {
+        while (next < gets.size()) {
+          const size_t i = next++;
+          auto it = objects_.find(std::string(gets[i].key));
+          if (it == objects_.end()) {
+            ++stats_.misses;
+            result[i] = NotFound(fmt::format("SSD tier: no object {}", gets[i].key));
+          } else if (gets[i].out.size() < it->second.length) {
+            result[i] = InvalidArgument(fmt::format("SSD tier: {} holds {} bytes, the buffer {}", gets[i].key,
+                                                    it->second.length, gets[i].out.size()));
+          } else {
+            std::byte* buffer = free_buffers.back();
+            free_buffers.pop_back();
+            pending[i] = {it->second, buffer};
+            return TaggedIo{{FileIo::kRead, it->second.slot * options_.slot_bytes, {buffer, IoBytes(it->second.length)}}, i};
+          }
         }
-        result[i] = Corrupt(fmt::format("SSD tier: {} does not match its checksum", gets[i].key));
-        continue;
-      }
-      std::memcpy(gets[i].out.data(), buffer + kHeaderBytes, o.length);
-      if (objects_.count(std::string(gets[i].key))) Touch(UnitName(gets[i].key, o.group));
-      ++stats_.hits;
-      result[i] = o.length;
-    }
-  };
-  Pipelined(gets.size(), prepare, finish);
+        return std::nullopt;
+      },
+      [&](uint64_t i, Status read) {
+        const auto& [o, buffer] = pending[i];
+        free_buffers.push_back(buffer);
+        if (!read.ok()) {
+          result[i] = std::move(read);
+          return;
+        }
+        const std::optional<Header> h = DecodeHeader(buffer, options_.slot_bytes - kHeaderBytes);
+        if (!h || h->key != gets[i].key || h->value_length != o.length ||
+            Checksum(buffer + kHeaderBytes, o.length) != o.checksum) {
+          ++stats_.corrupt;
+          if (auto it = objects_.find(std::string(gets[i].key)); it != objects_.end() && it->second.slot == o.slot) {
+            Forget(std::string(gets[i].key));  // once, however often the batch asks
+            dropped.push_back(o.slot);
+            spdlog::warn("SSD tier {}: {} does not match its checksum; dropped", file_->path(), gets[i].key);
+          }
+          result[i] = Corrupt(fmt::format("SSD tier: {} does not match its checksum", gets[i].key));
+          return;
+        }
+        std::memcpy(gets[i].out.data(), buffer + kHeaderBytes, o.length);
+        if (objects_.count(std::string(gets[i].key))) Touch(UnitName(gets[i].key, o.group));
+        ++stats_.hits;
+        result[i] = o.length;
+      });
   if (const Status cleared = ClearHeaders(dropped); !cleared.ok()) {
     spdlog::warn("SSD tier {}: clearing the headers of corrupt objects failed: {}", file_->path(), cleared.ToString());
   }

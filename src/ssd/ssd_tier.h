@@ -25,7 +25,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -86,9 +85,9 @@ class SsdTier {
   // `out` is shorter than the value; CORRUPT when its bytes no longer match its checksum
   // (the object is dropped); the I/O error.
   Result<uint64_t> Get(std::string_view key, std::span<std::byte> out);
-  // The same for many objects, one result each, in waves of 2 x queue_depth requests, one
-  // wave on the file while the next is prepared (each request through a buffer of one slot:
-  // 4 x queue_depth slots of memory, kept for the next call).
+  // The same for many objects, one result each, queue_depth requests on the file at all
+  // times: the next is prepared as soon as one is done (each through a buffer of one slot:
+  // queue_depth slots of memory, kept for the next call).
   std::vector<Status> Put(std::span<const SsdPut> puts);
   std::vector<Result<uint64_t>> Get(std::span<const SsdGet> gets);
   // NOT_FOUND when absent.
@@ -123,18 +122,7 @@ class SsdTier {
   Result<uint64_t> TakeSlot(std::vector<uint64_t>& to_clear);
   uint64_t IoBytes(uint64_t value_length) const;  // header + value, aligned for the file
   std::byte*& Buffer(size_t i);                    // the i-th I/O buffer (one slot each)
-  size_t WaveSize() const;
-  // One wave of a batch: its requests on the file, and which entries of the batch they serve.
-  struct Wave {
-    std::vector<FileIo> ios;
-    std::vector<size_t> requests;
-    std::vector<Object> objects;
-  };
-  // Runs a batch of `count` entries in waves of WaveSize(): prepare(first, end, buffers) makes
-  // a wave (its I/O through `buffers`), finish(wave, statuses) takes its results. A wave's
-  // I/O runs on a helper thread beside the preparing of the next and the finishing of the last.
-  void Pipelined(size_t count, const std::function<Wave(size_t, size_t, std::byte* const*)>& prepare,
-                 const std::function<void(const Wave&, const std::vector<Status>&)>& finish);
+  std::vector<std::byte*> FreeBuffers();           // queue_depth of them, for one batch
 
   const std::unique_ptr<TierFile> file_;
   const SsdTierOptions options_;
@@ -146,7 +134,7 @@ class SsdTier {
   std::vector<uint64_t> free_slots_;
   uint64_t next_sequence_ = 1;
   std::byte* const zeros_;            // a zeroed header, aligned for O_DIRECT
-  std::vector<std::byte*> buffers_;  // a wave's slot buffers, aligned for O_DIRECT
+  std::vector<std::byte*> buffers_;  // a batch's slot buffers, aligned for O_DIRECT
   SsdTierStats stats_;
 };
 

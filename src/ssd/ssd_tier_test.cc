@@ -66,8 +66,8 @@ TEST_F(SsdTierTest, ValuesRoundTripAndRemoveForgets) {
   EXPECT_EQ(tier->stats().value_bytes, b.size());
 }
 
-TEST_F(SsdTierTest, BatchesLargerThanAWaveAnswerEachObject) {
-  auto tier = Open(64);  // 8 in flight: waves of 16
+TEST_F(SsdTierTest, BatchesOfMoreObjectsThanBuffersAnswerEachObject) {
+  auto tier = Open(64);  // 8 in flight, through 8 buffers
   std::vector<std::vector<std::byte>> values;
   std::vector<std::string> keys;
   for (int i = 0; i < 40; ++i) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -102,38 +103,78 @@ Status TierFile::Check(const FileIo& io) const {
 
 std::vector<Status> TierFile::Run(std::span<const FileIo> requests) {
   std::vector<Status> result(requests.size());
-  std::vector<uint64_t> done(requests.size(), 0);  // bytes transferred so far
-  std::deque<size_t> waiting;                     // requests with bytes left and nothing queued
-  for (size_t i = 0; i < requests.size(); ++i) {
-    result[i] = Check(requests[i]);
-    if (result[i].ok() && !requests[i].data.empty()) waiting.push_back(i);
-  }
+  size_t next = 0;
+  Stream([&]() -> std::optional<TaggedIo> {
+    if (next == requests.size()) return std::nullopt;
+    return TaggedIo{requests[next], next++};
+  }, [&](uint64_t tag, Status status) { result[tag] = std::move(status); });
+  return result;
+}
+
+void TierFile::Stream(const std::function<std::optional<TaggedIo>()>& next,
+                      const std::function<void(uint64_t, Status)>& done) {
+  struct Entry {  // a request taken from `next` and not yet done
+    FileIo io;
+    uint64_t tag = 0;
+    uint64_t moved = 0;  // bytes transferred so far
+  };
+  std::vector<Entry> entries(depth_);
+  std::vector<unsigned> free_entries;
+  for (unsigned e = depth_; e-- > 0;) free_entries.push_back(e);
+  std::deque<unsigned> again;  // entries with bytes left after a short transfer, not queued
+  auto finish = [&](unsigned e, Status status) {
+    done(entries[e].tag, std::move(status));
+    free_entries.push_back(e);
+  };
   std::lock_guard<std::mutex> lock(mu_);
   io_uring* ring = ring_.get();
-  std::deque<std::pair<io_uring_sqe*, size_t>> queued;  // prepared, not yet taken by the kernel
-  unsigned in_flight = 0;                               // taken, completion not yet seen
+  std::deque<std::pair<io_uring_sqe*, unsigned>> queued;  // prepared, not yet taken by the kernel
+  unsigned in_flight = 0;                                 // taken, completion not yet seen
+  bool drained = false;                                   // `next` has no more
   int refusals = 0;
-  while (!waiting.empty() || !queued.empty() || in_flight > 0) {
-    while (!waiting.empty() && in_flight + queued.size() < depth_) {
-      io_uring_sqe* sqe = io_uring_get_sqe(ring);
-      if (sqe == nullptr) break;
-      const size_t i = waiting.front();
-      waiting.pop_front();
-      const FileIo& io = requests[i];
-      std::byte* at = io.data.data() + done[i];
-      const auto length = static_cast<unsigned>(std::min(io.data.size() - done[i], kMaxPieceBytes));
-      if (io.kind == FileIo::kRead) {
-        io_uring_prep_read(sqe, fd_, at, length, io.offset + done[i]);
+  while (!drained || !again.empty() || !queued.empty() || in_flight > 0) {
+    // Keep the ring full: requests continued after a short transfer first, then new ones.
+    while (in_flight + queued.size() < depth_) {
+      unsigned e;
+      if (!again.empty()) {
+        e = again.front();
+        again.pop_front();
+      } else if (!drained && !free_entries.empty()) {
+        std::optional<TaggedIo> r = next();
+        if (!r) {
+          drained = true;
+          break;
+        }
+        if (Status check = Check(r->io); !check.ok() || r->io.data.empty()) {
+          done(r->tag, std::move(check));
+          continue;
+        }
+        e = free_entries.back();
+        free_entries.pop_back();
+        entries[e] = {r->io, r->tag, 0};
       } else {
-        io_uring_prep_write(sqe, fd_, at, length, io.offset + done[i]);
+        break;
       }
-      io_uring_sqe_set_data64(sqe, i);
-      queued.emplace_back(sqe, i);
+      io_uring_sqe* sqe = io_uring_get_sqe(ring);
+      if (sqe == nullptr) {
+        again.push_front(e);
+        break;
+      }
+      const FileIo& io = entries[e].io;
+      std::byte* at = io.data.data() + entries[e].moved;
+      const auto length = static_cast<unsigned>(std::min(io.data.size() - entries[e].moved, kMaxPieceBytes));
+      if (io.kind == FileIo::kRead) {
+        io_uring_prep_read(sqe, fd_, at, length, io.offset + entries[e].moved);
+      } else {
+        io_uring_prep_write(sqe, fd_, at, length, io.offset + entries[e].moved);
+      }
+      io_uring_sqe_set_data64(sqe, e);
+      queued.emplace_back(sqe, e);
     }
     if (!queued.empty() || stale_entries_ > 0) {
       const int n = io_uring_submit(ring);
       if (n >= 0) {
-        // The kernel takes entries in ring order: no-ops left by an earlier Run first.
+        // The kernel takes entries in ring order: no-ops left by an earlier call first.
         const unsigned stale = std::min<unsigned>(stale_entries_, n);
         stale_entries_ -= stale;
         queued.erase(queued.begin(), queued.begin() + std::min<size_t>(queued.size(), n - stale));
@@ -142,10 +183,10 @@ std::vector<Status> TierFile::Run(std::span<const FileIo> requests) {
       } else if (n != -EINTR && ((n != -EAGAIN && n != -EBUSY) || (in_flight == 0 && ++refusals > 100))) {
         // Nothing more can be submitted: the queued requests fail, and their entries become
         // no-ops, so no later submit runs them on buffers their callers have taken back.
-        for (auto& [sqe, i] : queued) {
-          result[i] = Unavailable(fmt::format("SSD tier {}: io_uring refused the request: {}", path_, Errno(-n)));
+        for (auto& [sqe, e] : queued) {
           io_uring_prep_nop(sqe);
           io_uring_sqe_set_data64(sqe, kNoRequest);
+          finish(e, Unavailable(fmt::format("SSD tier {}: io_uring refused the request: {}", path_, Errno(-n))));
         }
         stale_entries_ += queued.size();
         queued.clear();
@@ -153,30 +194,31 @@ std::vector<Status> TierFile::Run(std::span<const FileIo> requests) {
     }
     if (in_flight == 0) continue;
     io_uring_cqe* cqe = nullptr;
-    if (const int e = io_uring_wait_cqe(ring, &cqe); e < 0) {
-      if (e == -EINTR || e == -EAGAIN) continue;
+    if (const int err = io_uring_wait_cqe(ring, &cqe); err < 0) {
+      if (err == -EINTR || err == -EAGAIN) continue;
       // The kernel may still write into the callers' buffers: returning would hand them back.
-      spdlog::critical("SSD tier {}: waiting for io_uring failed with requests in flight: {}", path_, Errno(-e));
+      spdlog::critical("SSD tier {}: waiting for io_uring failed with requests in flight: {}", path_, Errno(-err));
       std::abort();
     }
-    const uint64_t i = io_uring_cqe_get_data64(cqe);
+    const uint64_t e = io_uring_cqe_get_data64(cqe);
     const int res = cqe->res;
     io_uring_cqe_seen(ring, cqe);
     --in_flight;
-    if (i == kNoRequest) continue;
-    const FileIo& io = requests[i];
-    const char* what = io.kind == FileIo::kRead ? "read" : "write";
+    if (e == kNoRequest) continue;
+    Entry& entry = entries[e];
+    const char* what = entry.io.kind == FileIo::kRead ? "read" : "write";
     if (res < 0) {
-      result[i] = Unavailable(
-          fmt::format("SSD tier {}: {} of [{}, +{}) failed: {}", path_, what, io.offset, io.data.size(), Errno(-res)));
+      finish(e, Unavailable(fmt::format("SSD tier {}: {} of [{}, +{}) failed: {}", path_, what, entry.io.offset,
+                                        entry.io.data.size(), Errno(-res))));
     } else if (res == 0) {
-      result[i] = Unavailable(fmt::format("SSD tier {}: {} of [{}, +{}) stopped after {} bytes", path_, what,
-                                          io.offset, io.data.size(), done[i]));
-    } else if ((done[i] += static_cast<uint64_t>(res)) < io.data.size()) {
-      waiting.push_back(i);  // a short transfer: the rest goes again
+      finish(e, Unavailable(fmt::format("SSD tier {}: {} of [{}, +{}) stopped after {} bytes", path_, what,
+                                        entry.io.offset, entry.io.data.size(), entry.moved)));
+    } else if ((entry.moved += static_cast<uint64_t>(res)) < entry.io.data.size()) {
+      again.push_back(e);  // a short transfer: the rest goes again
+    } else {
+      finish(e, Status::Ok());
     }
   }
-  return result;
 }
 
 }  // namespace kvpool::ssd

@@ -12,14 +12,16 @@
 // disk too small for it is an error at Open, never a write that fails later for want of
 // space.
 //
-// Run is safe to call from several threads (they take turns on the one ring); a request's
-// error never touches another's.
+// Run and Stream are safe to call from several threads (they take turns on the one ring); a
+// request's error never touches another's.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +37,12 @@ struct FileIo {
   Kind kind = kRead;
   uint64_t offset = 0;
   std::span<std::byte> data;  // read into it, or write from it (never written then)
+};
+
+// A request with the caller's tag, for Stream.
+struct TaggedIo {
+  FileIo io;
+  uint64_t tag = 0;
 };
 
 struct TierFileOptions {
@@ -58,6 +66,12 @@ class TierFile {
   // O_DIRECT; the I/O error (UNAVAILABLE, naming errno) when the kernel failed it. A short
   // transfer is continued until the whole request is done.
   std::vector<Status> Run(std::span<const FileIo> requests);
+  // The same for requests made while others run: next() is asked for another whenever the
+  // ring has room (std::nullopt: no more), so the queue stays full while the caller prepares
+  // the next one; done(tag, status) is called once per request as it completes, in any order,
+  // on this thread, before next() is asked again. A caller can so reuse a request's buffer
+  // from its done() on.
+  void Stream(const std::function<std::optional<TaggedIo>()>& next, const std::function<void(uint64_t, Status)>& done);
 
   uint64_t size() const { return size_; }
   bool direct() const { return direct_; }
