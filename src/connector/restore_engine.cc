@@ -277,9 +277,11 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
   const bool packer_hashes = verify && packer.HashesObjects();
   std::vector<uint64_t> sums(w.chunks);
   std::vector<std::span<const std::byte>> objects;
-  for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
-  std::unique_ptr<BackgroundChecksums> hashing =
-      verify && !packer_hashes ? std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums) : nullptr;
+  std::unique_ptr<BackgroundChecksums> hashing;
+  if (verify && !packer_hashes) {
+    for (const transfer::MappedRange& m : mapped) objects.emplace_back(m.data, m.length);
+    hashing = std::make_unique<BackgroundChecksums>(*checksum_pool_, objects, sums);
+  }
   Status s;
   for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
     ChunkTransfer t;
@@ -307,10 +309,7 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
     status = s;
     return 0;
   }
-  const uint64_t verified = verify ? VerifiedPrefix(w, sums) : w.chunks;  // chunks before the first that does not match
-  if (verified < w.chunks) {
-    status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
-  }
+  const uint64_t verified = verify ? VerifiedPrefix(w, sums, status) : w.chunks;
   metrics_->restore_bytes.fetch_add(verified * stage.object_bytes, std::memory_order_relaxed);
   metrics_->restore_mapped_bytes.fetch_add(verified * stage.object_bytes, std::memory_order_relaxed);
   return verified;
@@ -365,21 +364,15 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
     status = s;
     return 0;
   }
-  if (packer_hashes) {
-    const uint64_t verified = VerifiedPrefix(w, sums);
-    if (verified < ok) {
-      status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + verified, w.stage));
-      ok = verified;
-    }
-  }
-  return ok;
+  return packer_hashes ? VerifiedPrefix(w, sums, status) : ok;
 }
 
-uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::span<const uint64_t> sums) {
+uint64_t RestoreEngine::VerifiedPrefix(const Window& w, std::span<const uint64_t> sums, Status& status) {
   const client::LookupResult& lookup = *w.request->hit.lookup;
   for (uint64_t i = 0; i < sums.size(); ++i) {
     if (sums[i] != lookup.checksum(w.request->hit.lookup_index(w.first_hit + i, w.stage))) {
       DropCorruptObject(w, i);
+      status = Corrupt(fmt::format("chunk {} of stage {} does not match its checksum", w.first_hit + i, w.stage));
       return i;
     }
   }

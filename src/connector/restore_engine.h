@@ -123,8 +123,8 @@ class RestoreEngine {
                         Status& status);
   uint64_t ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status);
   // How many of w's chunks from 0 on match their checksums (`sums`) before the first that
-  // does not, which is dropped (DropCorruptObject).
-  uint64_t VerifiedPrefix(const Window& w, std::span<const uint64_t> sums);
+  // does not, which is dropped (DropCorruptObject) and named in `status` (CORRUPT).
+  uint64_t VerifiedPrefix(const Window& w, std::span<const uint64_t> sums, Status& status);
   // Counts chunk i of `w` as corrupt and removes its object from the pool.
   void DropCorruptObject(const Window& w, uint64_t i);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).

@@ -90,6 +90,9 @@ SsdTier::SsdTier(std::unique_ptr<TierFile> file, SsdTierOptions options)
       slot_count_(file_->size() / options.slot_bytes),
       zeros_(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, kHeaderBytes))) {
   std::memset(zeros_, 0, kHeaderBytes);
+  for (unsigned i = 0; i < options.file.queue_depth; ++i) {
+    buffers_.push_back(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, options.slot_bytes)));
+  }
   stats_.slots = slot_count_;
   stats_.capacity_bytes = slot_count_ * (options.slot_bytes - kHeaderBytes);
 }
@@ -142,18 +145,14 @@ Status SsdTier::Rebuild() {
   std::vector<bool> used(slot_count_, false);
   for (const auto* found : order) {
     const Header& h = found->first;
-    objects_[h.key] = Object{found->second, h.value_length, h.value_checksum, h.group};
+    Index(h.key, Object{found->second, h.value_length, h.value_checksum, h.group});
     used[found->second] = true;
-    const std::string unit = UnitName(h.key, h.group);
-    units_[unit].keys.push_back(h.key);
-    Touch(unit);
-    stats_.value_bytes += h.value_length;
     next_sequence_ = std::max(next_sequence_, h.sequence + 1);
   }
   for (uint64_t slot = slot_count_; slot-- > 0;) {
     if (!used[slot]) free_slots_.push_back(slot);  // low slots first out
   }
-  stats_.objects = stats_.restored_objects = objects_.size();
+  stats_.restored_objects = objects_.size();
   if (!objects_.empty()) spdlog::info("SSD tier {}: {} objects found on the file", file_->path(), objects_.size());
   return Status::Ok();
 }
@@ -167,6 +166,15 @@ void SsdTier::Touch(const std::string& unit) {
   if (u.listed) lru_.erase(u.lru);
   u.lru = lru_.insert(lru_.end(), unit);
   u.listed = true;
+}
+
+void SsdTier::Index(const std::string& key, Object object) {
+  const std::string unit = UnitName(key, object.group);
+  stats_.value_bytes += object.length;
+  ++stats_.objects;
+  objects_[key] = std::move(object);
+  units_[unit].keys.push_back(key);
+  Touch(unit);
 }
 
 void SsdTier::Forget(const std::string& key) {
@@ -194,6 +202,12 @@ Status SsdTier::ClearHeaders(std::span<const uint64_t> slots) {
   return Status::Ok();
 }
 
+void SsdTier::ClearHeadersOrWarn(std::span<const uint64_t> slots, const char* whose) {
+  if (const Status cleared = ClearHeaders(slots); !cleared.ok()) {
+    spdlog::warn("SSD tier {}: clearing the headers of {} failed: {}", file_->path(), whose, cleared.ToString());
+  }
+}
+
 Result<uint64_t> SsdTier::TakeSlot(std::vector<uint64_t>& to_clear) {
   while (free_slots_.empty()) {
     if (lru_.empty()) return NoSpace(fmt::format("SSD tier {}: no slot to put into", file_->path()));
@@ -216,18 +230,6 @@ uint64_t SsdTier::IoBytes(uint64_t value_length) const {
   return kHeaderBytes + (file_->alignment() > 1 ? RoundUp(value_length, kHeaderBytes) : value_length);
 }
 
-std::byte*& SsdTier::Buffer(size_t i) {
-  while (buffers_.size() <= i) {
-    buffers_.push_back(static_cast<std::byte*>(std::aligned_alloc(kHeaderBytes, options_.slot_bytes)));
-  }
-  return buffers_[i];
-}
-
-std::vector<std::byte*> SsdTier::FreeBuffers() {
-  Buffer(options_.file.queue_depth - 1);  // allocates them all
-  return {buffers_.begin(), buffers_.begin() + options_.file.queue_depth};
-}
-
 std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
   std::vector<Status> result(puts.size());
   for (size_t i = 0; i < puts.size(); ++i) {
@@ -242,7 +244,7 @@ std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> to_clear;  // slots whose objects left and that no new object took
   // One buffer per request in flight: the file asks for the next request only when one is done.
-  std::vector<std::byte*> free_buffers = FreeBuffers();
+  std::vector<std::byte*> free_buffers = buffers_;
   std::vector<std::pair<Object, std::byte*>> pending(puts.size());
   size_t next = 0;
   file_->Stream(
@@ -282,18 +284,9 @@ std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
           to_clear.push_back(old->second.slot);
           Forget(key);
         }
-        stats_.value_bytes += object.length;
-        ++stats_.objects;
-        objects_[key] = std::move(object);
-        const std::string unit = UnitName(puts[i].key, puts[i].group);
-        units_[unit].keys.push_back(key);
-        Touch(unit);
+        Index(key, std::move(object));
       });
-  // Best effort: a header left behind only brings back, after a restart, an object whose
-  // bytes are still whole (or that its checksum then catches).
-  if (const Status cleared = ClearHeaders(to_clear); !cleared.ok()) {
-    spdlog::warn("SSD tier {}: clearing the headers of objects that left failed: {}", file_->path(), cleared.ToString());
-  }
+  ClearHeadersOrWarn(to_clear, "objects that left");
   return result;
 }
 
@@ -301,7 +294,7 @@ std::vector<Result<uint64_t>> SsdTier::Get(std::span<const SsdGet> gets) {
   std::vector<Result<uint64_t>> result(gets.size(), uint64_t{0});
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> dropped;
-  std::vector<std::byte*> free_buffers = FreeBuffers();
+  std::vector<std::byte*> free_buffers = buffers_;
   std::vector<std::pair<Object, std::byte*>> pending(gets.size());
   size_t next = 0;
   file_->Stream(
@@ -348,9 +341,7 @@ std::vector<Result<uint64_t>> SsdTier::Get(std::span<const SsdGet> gets) {
         ++stats_.hits;
         result[i] = o.length;
       });
-  if (const Status cleared = ClearHeaders(dropped); !cleared.ok()) {
-    spdlog::warn("SSD tier {}: clearing the headers of corrupt objects failed: {}", file_->path(), cleared.ToString());
-  }
+  ClearHeadersOrWarn(dropped, "corrupt objects");
   return result;
 }
 

@@ -86,8 +86,8 @@ class SsdTier {
   // (the object is dropped); the I/O error.
   Result<uint64_t> Get(std::string_view key, std::span<std::byte> out);
   // The same for many objects, one result each, queue_depth requests on the file at all
-  // times: the next is prepared as soon as one is done (each through a buffer of one slot:
-  // queue_depth slots of memory, kept for the next call).
+  // times: the next is prepared as soon as one is done (each through one of queue_depth
+  // slot-sized buffers, allocated at Open).
   std::vector<Status> Put(std::span<const SsdPut> puts);
   std::vector<Result<uint64_t>> Get(std::span<const SsdGet> gets);
   // NOT_FOUND when absent.
@@ -113,16 +113,19 @@ class SsdTier {
   Status Rebuild();
   static std::string UnitName(std::string_view key, std::string_view group);
   void Touch(const std::string& unit);
+  // Puts `key` into the index, its unit (now the most recent) and the stats; Forget undoes it.
+  void Index(const std::string& key, Object object);
   // Takes `key` out of the index and its unit; the slot goes back to the free list.
   void Forget(const std::string& key);
   // Zeroes slots' headers, so a restart finds nothing there.
   Status ClearHeaders(std::span<const uint64_t> slots);
+  // The same, best effort (after a batch): a header left behind only brings back, after a
+  // restart, an object whose bytes are still whole (or that its checksum then catches).
+  void ClearHeadersOrWarn(std::span<const uint64_t> slots, const char* whose);
   // A free slot, evicting least recently used units when there is none; the slots of what it
   // evicted go to `to_clear` (less the one it returns).
   Result<uint64_t> TakeSlot(std::vector<uint64_t>& to_clear);
   uint64_t IoBytes(uint64_t value_length) const;  // header + value, aligned for the file
-  std::byte*& Buffer(size_t i);                    // the i-th I/O buffer (one slot each)
-  std::vector<std::byte*> FreeBuffers();           // queue_depth of them, for one batch
 
   const std::unique_ptr<TierFile> file_;
   const SsdTierOptions options_;
@@ -134,7 +137,7 @@ class SsdTier {
   std::vector<uint64_t> free_slots_;
   uint64_t next_sequence_ = 1;
   std::byte* const zeros_;            // a zeroed header, aligned for O_DIRECT
-  std::vector<std::byte*> buffers_;  // a batch's slot buffers, aligned for O_DIRECT
+  std::vector<std::byte*> buffers_;  // queue_depth slot buffers, aligned for O_DIRECT
   SsdTierStats stats_;
 };
 
