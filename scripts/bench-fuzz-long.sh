@@ -4,29 +4,50 @@
 # Raw results: docs/results/fuzz-long.json (a run of some targets replaces only their rows);
 # rendered into docs/reliability.md.
 #
+# A run of many workers per target on another machine (scripts/fuzz-bundle.sh, then
+# scripts/fuzz-parallel.sh there) is recorded from what that run wrote to its OUT:
+#   FROM_PARALLEL=dir scripts/bench-fuzz-long.sh [TARGET...]   (only those targets' rows, if named)
+# Its rows say the machine it ran on, its workers and each call (a later call continues the corpus).
+#
 # usage: [RUNS=N] [MAX_SECONDS=S] scripts/bench-fuzz-long.sh [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUNS=${RUNS:-10000000}
-OUT=$(mktemp -d)
 status=0
-# A failed target's log and input stay for a regression test.
-trap 'if [ "$status" = 0 ]; then rm -rf "$OUT"; else echo "bench-fuzz-long: logs and failing inputs kept in $OUT" >&2; fi' EXIT
-OUT=$OUT ./scripts/fuzz.sh "${MAX_SECONDS:-3600}" "$@" || status=$?
-/usr/bin/python3 - "$OUT/summary.jsonl" "$RUNS" "${MAX_SECONDS:-3600}" <<'PY'
+if [ -n "${FROM_PARALLEL:-}" ]; then
+  SUMMARY=$FROM_PARALLEL/summary.jsonl
+else
+  OUT=$(mktemp -d)
+  # A failed target's log and input stay for a regression test.
+  trap 'if [ "$status" = 0 ]; then rm -rf "$OUT"; else echo "bench-fuzz-long: logs and failing inputs kept in $OUT" >&2; fi' EXIT
+  OUT=$OUT ./scripts/fuzz.sh "${MAX_SECONDS:-3600}" "$@" || status=$?
+  SUMMARY=$OUT/summary.jsonl
+fi
+/usr/bin/python3 - "$SUMMARY" "$RUNS" "${MAX_SECONDS:-3600}" "${FROM_PARALLEL:-}" "$@" <<'PY'
 # Targets run now replace their rows; rows of targets not run now are kept with their own date,
 # so the slow trace-loader targets can run apart from the rest.
 import datetime, json, os, subprocess, sys
 path = "docs/results/fuzz-long.json"
+summary, runs_target, max_seconds, parallel, only = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 today = datetime.date.today().isoformat()
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-machine = subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip() + f", {os.cpu_count()} cores ({cpu})"
+if parallel:  # machine.txt of scripts/fuzz-parallel.sh: nproc, uname, cpu, date (UTC) of that machine
+    info = dict(l.split(": ", 1) for l in open(os.path.join(parallel, "machine.txt")).read().splitlines())
+    today, cpu, cores, uname = info["date"], info["cpu"], info["nproc"], info["uname"]
+else:
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    cores, uname = os.cpu_count(), subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
+machine = f"{uname}, {cores} cores ({cpu})"
 old = json.load(open(path)) if os.path.exists(path) else {"targets": []}
 rows = {t["target"]: {"date": old.get("date"), "machine": old.get("machine"), "max_seconds": old.get("max_seconds"), **t}
         for t in old["targets"]}
-for line in open(sys.argv[1]):
+for line in open(summary):
     t = json.loads(line)
-    t.update(date=today, machine=machine, runs_target=int(sys.argv[2]), max_seconds=int(sys.argv[3]))
+    if only and t["target"] not in only:
+        continue
+    t.update(date=today, machine=machine, runs_target=runs_target,
+             max_seconds=sum(c["bound"] for c in t["calls"]) if parallel else max_seconds)
+    if parallel:
+        t["command"] = "scripts/fuzz-parallel.sh"
     rows[t["target"]] = t
 json.dump({"command": "scripts/bench-fuzz-long.sh",
            "fuzzer": "libFuzzer (clang-16), ASan + UBSan, leak detection on, 10 s per-input timeout",

@@ -130,18 +130,35 @@ def failover_section(data):
 def fuzz_section(data):
     targets = data["targets"]
     runs = sorted({(t["date"], t["machine"]) for t in targets})
+    parallel = [t for t in targets if t.get("workers", 1) > 1]
     out = ["## Fuzzing: the long run (*measured*)", "",
            f"Every target of `fuzz/` ({data['fuzzer']}) from its seed corpus, up to "
-           f"{data['runs_target']:,} inputs each, one process per target, bounded in time as the table says. "
+           f"{data['runs_target']:,} inputs each, bounded in time as the table says; one process per target "
+           "unless the workers column says more. "
            f"Command `{data['command']} [TARGET...]`; "
            + "; ".join(f"{date} on {machine}" for date, machine in runs)
-           + ". `scripts/test.sh` runs each target for 15 s on every CI run.", "",
-           "| target | date | inputs | seconds (bound) | inputs/s | coverage (edges) | corpus | crashes, leaks, hangs |",
-           "|---|---|---:|---:|---:|---:|---:|---|"]
+           + ". `scripts/test.sh` runs each target for 15 s on every CI run.", ""]
+    if parallel:
+        out[-2] += (" A target with several workers ran on another machine (`scripts/fuzz-bundle.sh`, then "
+                    "`scripts/fuzz-parallel.sh` there, recorded with `FROM_PARALLEL=dir "
+                    f"{data['command']}`): that many libFuzzer processes at once, sharing one corpus, "
+                    "with the same options; its inputs are summed over the workers, its seconds are wall "
+                    "time, so its inputs/s is all workers together, and its corpus is the shared one "
+                    "(each worker keeps what is new to it, so it is larger than one process's).")
+    out += ["| target | date | workers | inputs | seconds (bound) | inputs/s | coverage (edges) | corpus | crashes, leaks, hangs |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for t in targets:
-        out.append(f"| `{t['target']}` | {t['date']} | {t['inputs']:,} | {t['seconds']:,.0f} ({t['max_seconds']:,}) | "
+        calls = t.get("calls", [])
+        workers = " + ".join(str(c["workers"]) for c in calls) if len(calls) > 1 else str(t.get("workers", 1))
+        out.append(f"| `{t['target']}` | {t['date']} | {workers} | {t['inputs']:,} | {t['seconds']:,.0f} ({t['max_seconds']:,}) | "
                    f"{t['inputs'] / max(t['seconds'], 1e-9):,.0f} | "
                    f"{t['cov']:,} | {t['corpus']:,} | {'0' if t['ok'] else 'FOUND (see the run log)'} |")
+    for t in parallel:
+        calls = t.get("calls", [])
+        if len(calls) > 1:
+            out += ["", f"`{t['target']}` ran in {len(calls)} calls on that machine, each continuing the corpus of "
+                    "the last: " + "; ".join(f"{c['workers']} workers, {c['inputs']:,} inputs in {c['seconds']:,.0f} s"
+                                             for c in calls) + "."]
     short = [t["target"] for t in targets if t["inputs"] < data["runs_target"]]
     out.append("")
     if short:
