@@ -36,7 +36,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run
 # path (the LocalPool suites, src/connector/test_local_pool.h).
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
 TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit \
-  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|OverGrpc/SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|Transports/ClientChecksumTest|ClientAuthTest|DeploymentTest|FourServerTest|ReplayEndToEndTest)'
+  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|OverGrpc/SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|Transports/ClientChecksumTest|ClientAuthTest|DeploymentTest|FourServerTest|ReplayEndToEndTest|SsdPoolTest)'
 # Every decoder of outside bytes under libFuzzer (ASan + UBSan), 15 s each: a regression net.
 echo "== fuzzing (scripts/fuzz.sh 15)"
 ./scripts/fuzz.sh 15

@@ -181,7 +181,9 @@ void AddObjectCommands(CLI::App& app) {
       for (const auto& seg : s->segments) {
         j["segments"].push_back({{"part", seg.part}, {"id", seg.id}, {"store_id", seg.store_id},
                                  {"host_id", seg.host_id}, {"tcp_address", seg.tcp_address}, {"size", seg.size},
-                                 {"used_bytes", seg.used_bytes}, {"objects", seg.objects}});
+                                 {"used_bytes", seg.used_bytes}, {"objects", seg.objects},
+                                 {"ssd_capacity_bytes", seg.ssd_capacity_bytes}, {"ssd_used_bytes", seg.ssd_used_bytes},
+                                 {"ssd_objects", seg.ssd_objects}});
       }
       fmt::print("{}\n", j.dump(2));
       return;
@@ -204,6 +206,10 @@ void AddObjectCommands(CLI::App& app) {
         fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {}\n", seg.id,
                    FormatByteSize(seg.used_bytes), FormatByteSize(seg.size), seg.objects, seg.store_id,
                    seg.tcp_address);
+        if (seg.ssd_capacity_bytes > 0) {
+          fmt::print("        ssd  {:>10} / {:<10} {:>8} objects\n", FormatByteSize(seg.ssd_used_bytes),
+                     FormatByteSize(seg.ssd_capacity_bytes), seg.ssd_objects);
+        }
       }
     }
   });

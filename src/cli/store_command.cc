@@ -47,6 +47,12 @@ void AddStoreCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1023))->capture_default_str();
   AddByteSizeOption(cmd, "--memory", options.memory_bytes, "segment size");
   AddStoreOptions(cmd, options);
+  cmd->add_option("--ssd", options.ssd_path,
+                  "file of an SSD tier under the segment: the master demotes objects there instead of evicting "
+                  "them, and a store restarted on the same file brings them back (allocated whole, O_DIRECT)");
+  AddByteSizeOption(cmd, "--ssd-size", options.ssd_bytes, "size of the SSD tier's file (with --ssd)");
+  AddByteSizeOption(cmd, "--ssd-max-object", options.ssd_max_object_bytes,
+                    "largest object the SSD tier takes (its slot size, a multiple of 4KiB)");
   cmd->callback([] {
     auto pool = ResolvePool(pool_flags);
     if (pool.ok() && !pool->has_value())

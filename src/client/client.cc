@@ -610,7 +610,8 @@ Result<PoolStats> Client::Stat() {
     s.Add(part);
     for (const auto& seg : r.segments()) {
       s.segments.push_back({c.part, seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),
-                            seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects()});
+                            seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects(),
+                            seg.segment().ssd_capacity_bytes(), seg.ssd_used_bytes(), seg.ssd_objects()});
     }
     s.parts.push_back(std::move(part));
   }

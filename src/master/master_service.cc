@@ -56,6 +56,8 @@ void ToProto(const SegmentInfo& info, proto::SegmentEndpoint* out) {
   out->set_tcp_address(info.tcp_address);
   out->set_shm_socket(info.shm_socket);
   out->set_size(info.size);
+  out->set_ssd_capacity_bytes(info.ssd_capacity_bytes);
+  out->set_ssd_max_value_bytes(info.ssd_max_value_bytes);
 }
 
 void ToProto(const std::vector<ReplicaView>& replicas,
@@ -167,20 +169,22 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
   info.shm_socket = endpoint.shm_socket();
   info.size = endpoint.size();
   info.keeps_index = request->keeps_index();
+  info.ssd_capacity_bytes = endpoint.ssd_capacity_bytes();
+  info.ssd_max_value_bytes = endpoint.ssd_max_value_bytes();
+  // A store's SSD tier comes back with it, on a rejoin or a fresh mount (a restarted store).
+  const std::span<const proto::IndexEntry* const> entries(request->entries().data(), request->entries_size());
   if (request->rejoin_segment_id() != 0) {
     if (!request->keeps_index()) {
       SetStatus(InvalidArgument("a rejoin needs keeps_index"), reply);
       return grpc::Status::OK;
     }
     info.id = request->rejoin_segment_id();
-    auto rejoined = pool->RejoinSegment(
-        std::move(info),
-        std::span<const proto::IndexEntry* const>(request->entries().data(), request->entries_size()),
-        request->lease_horizon_unix_ms());
+    auto rejoined = pool->RejoinSegment(std::move(info), entries, request->lease_horizon_unix_ms());
     SetStatus(rejoined.status(), reply);
     if (!rejoined.ok()) return grpc::Status::OK;
+    const uint64_t from_ssd = pool->TakeSsdObjects(rejoined->info.id, entries);
     reply->set_segment_id(rejoined->info.id);
-    reply->set_rebuilt_objects(rejoined->objects);
+    reply->set_rebuilt_objects(rejoined->objects + from_ssd);
     spdlog::info("segment {} of store {} rejoined: {} objects back, {} held until the lease "
                  "horizon, {} malformed entries skipped, in {:.3f} s",
                  rejoined->info.id, rejoined->info.store_id, rejoined->objects, rejoined->held,
@@ -189,7 +193,10 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
   }
   auto mounted = pool->MountSegment(std::move(info));
   SetStatus(mounted.status(), reply);
-  if (mounted.ok()) reply->set_segment_id(mounted->id);
+  if (mounted.ok()) {
+    reply->set_segment_id(mounted->id);
+    reply->set_rebuilt_objects(pool->TakeSsdObjects(mounted->id, entries));
+  }
   return grpc::Status::OK;
 }
 
@@ -214,6 +221,8 @@ grpc::Status MasterService::PullIndex(grpc::ServerContext* context,
   const auto left = context->deadline() - std::chrono::system_clock::now();
   if (left < 2 * wait) wait = std::max(std::chrono::milliseconds(0),
                                        std::chrono::duration_cast<std::chrono::milliseconds>(left / 2));
+  // Before the confirmation: a lookup waiting on a PROMOTE must see its failure first.
+  pool->ApplyTierReports(request->segment_id(), request->tier_reports());
   segment->journal()->Pull(request->journal_id(), request->acked_seq(), wait, kIndexPollRecords, reply);
   reply->set_code(proto::OK);
   return grpc::Status::OK;
@@ -399,6 +408,8 @@ grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::Stat
     ToProto(s.info, out->mutable_segment());
     out->set_used_bytes(s.used_bytes);
     out->set_objects(s.objects);
+    out->set_ssd_used_bytes(s.ssd_used_bytes);
+    out->set_ssd_objects(s.ssd_objects);
   }
   return grpc::Status::OK;
 }

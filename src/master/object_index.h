@@ -25,6 +25,15 @@ enum class ObjectState : uint8_t {
   kComplete,  // BatchPutEnd arrived; readable
 };
 
+// Where a complete object's bytes are (pool_tiering.cc). Demoting and promoting objects are
+// out of the eviction order: their bytes are moving between the segment and the store's SSD.
+enum class ObjectTier : uint8_t {
+  kDram,       // in the segment, at its copies' offsets
+  kDemoting,   // still in the segment (readable), being copied to the store's SSD tier
+  kSsd,        // only in the SSD tier of its one copy's store; the copy holds no segment bytes
+  kPromoting,  // being loaded from SSD into the segment at its one copy's offset
+};
+
 // Kept small: a pool holds millions. The key lives in the map, the group name once in the
 // GroupRegistry, the recency in the EvictionLru.
 struct ObjectMeta {
@@ -41,6 +50,7 @@ struct ObjectMeta {
   // Its unit in the eviction order, from the put's end (a pending put has none).
   EvictionLru::UnitId lru_unit = EvictionLru::kNoUnit;
   ObjectState state = ObjectState::kPending;
+  ObjectTier tier = ObjectTier::kDram;
 
   std::string_view group_name() const { return group ? std::string_view(*group) : std::string_view(); }
 };

@@ -27,21 +27,22 @@ constexpr size_t kMaxCheckOut = 64;
 
 }  // namespace
 
-uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace) {
+uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace,
+                                   bool demote) {
   uint64_t freed = 0;
   std::vector<EvictionLru::Candidate> passed_over;  // given back once the pass is done
   for (size_t batch_size = 1; freed < bytes; batch_size = std::min(batch_size * 2, kMaxCheckOut)) {
     std::vector<EvictionLru::Candidate> batch = lru_.CheckOut(batch_size, now_ms);
     if (batch.empty()) break;
     size_t i = 0;
-    for (; i < batch.size() && freed < bytes; ++i) {
+    for (; i < batch.size() && freed < bytes && !(demote && DemotionQueueFull()); ++i) {
       // A group's name and its members' keys begin with the same namespace (the connector's do).
       if (only_namespace && NamespaceOf(batch[i].name) != *only_namespace) {
         passed_over.push_back(std::move(batch[i]));
         continue;
       }
       const EvictionAttempt attempt =
-          batch[i].is_group ? EvictGroup(batch[i], now_ms) : EvictSingle(batch[i], now_ms);
+          batch[i].is_group ? EvictGroup(batch[i], now_ms, demote) : EvictSingle(batch[i], now_ms, demote);
       freed += attempt.freed_bytes;
       if (attempt.freed_bytes > 0) continue;
       if (attempt.blocked_until_ms > now_ms) {
@@ -51,6 +52,7 @@ uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms, std::optional
       }
     }
     for (; i < batch.size(); ++i) lru_.GiveBack(batch[i], 0, now_ms);  // not tried
+    if (demote && DemotionQueueFull()) break;
   }
   for (const auto& candidate : passed_over) lru_.GiveBack(candidate, 0, now_ms);
   eviction_passes_.fetch_add(1, std::memory_order_acq_rel);
@@ -58,7 +60,7 @@ uint64_t PoolMetadata::EvictLocked(uint64_t bytes, int64_t now_ms, std::optional
 }
 
 PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candidate& candidate,
-                                                        int64_t now_ms) {
+                                                        int64_t now_ms, bool demote) {
   std::vector<PlacedReplica> replicas;
   uint64_t bytes = 0;
   {
@@ -73,6 +75,10 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candi
     }
     if (it->second.lease_until_ms > now_ms) return {0, it->second.lease_until_ms};
     bytes = it->second.length * it->second.replicas.size();
+    if (demote && DemotableLocked(it->second)) {
+      DemoteLocked(it->first, it->second, now_ms);
+      return {bytes, 0};
+    }
     replicas = EraseLocked(shard, candidate.name);
   }
   FreeReplicas(replicas);
@@ -82,7 +88,7 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candi
 }
 
 PoolMetadata::EvictionAttempt PoolMetadata::EvictGroup(const EvictionLru::Candidate& candidate,
-                                                       int64_t now_ms) {
+                                                       int64_t now_ms, bool demote) {
   const GroupRegistry::Members members = groups_.MembersOf(candidate.name);
   if (members.empty()) return {};
 
@@ -110,17 +116,29 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictGroup(const EvictionLru::Candid
       return {};
     }
     const ObjectMeta& meta = it->second;
-    if (meta.state != ObjectState::kComplete) {
+    // Members moving between tiers end soon, like pending ones; those on SSD hold no bytes here.
+    if (meta.state != ObjectState::kComplete || meta.tier == ObjectTier::kDemoting ||
+        meta.tier == ObjectTier::kPromoting) {
       pending = true;
       continue;
     }
+    if (meta.tier == ObjectTier::kSsd) continue;
     if (meta.lru_unit != candidate.unit) return {};  // the group ended and began again
     leased_until = std::max(leased_until, meta.lease_until_ms);
     bytes += meta.length * meta.replicas.size();
+    demote = demote && DemotableLocked(meta);
   }
   // A pending member ends at its put's end or timeout, not at a known time: no deferral.
   if (pending) return {};
   if (leased_until > now_ms) return {0, leased_until};
+  if (demote) {  // every member in the segment can go to SSD: the group moves there whole
+    for (const auto& [key, put_id] : members) {
+      auto it = index_.shard(index_.ShardOf(key)).objects.find(key);
+      if (it->second.tier == ObjectTier::kDram) DemoteLocked(it->first, it->second, now_ms);
+    }
+    return {bytes, 0};
+  }
+  // Dropped whole: members already on SSD go too.
   std::vector<PlacedReplica> replicas;
   for (const auto& [key, put_id] : members) {
     auto erased = EraseLocked(index_.shard(index_.ShardOf(key)), key);

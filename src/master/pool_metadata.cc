@@ -432,6 +432,16 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
   auto it = shard.objects.find(key);
   if (it == shard.objects.end()) return {};
   std::vector<PlacedReplica> replicas = it->second.replicas.Take();
+  if (it->second.tier == ObjectTier::kSsd) {
+    // Its one copy holds no segment bytes: the store drops the key from its SSD tier.
+    for (const auto& replica : replicas) {
+      proto::IndexRecord record = RecordOf(proto::IndexRecord::DROP_SSD, 0, it->second.put_id);
+      record.mutable_entry()->set_key(it->first);
+      Journal(replica, std::move(record));
+      replica.segment->AddSsdObject(-static_cast<int64_t>(it->second.length), -1);
+    }
+    replicas.clear();
+  }
   for (const auto& replica : replicas) {
     Journal(replica, RecordOf(op, replica.offset, it->second.put_id));
   }
@@ -443,6 +453,8 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
 void PoolMetadata::ForgetLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms) {
   // Every object leaves the index through here: what its put (or rejoin) charged goes back.
   quotas_.Release(NamespaceOf(key), meta.length);
+  if (meta.tier == ObjectTier::kDemoting) demoting_bytes_.fetch_sub(meta.length, std::memory_order_relaxed);
+  meta.tier = ObjectTier::kDram;
   // Out of the eviction order first: a group's unit may point at the registry's name.
   if (meta.lru_unit != EvictionLru::kNoUnit) lru_.Leave(meta.lru_unit, meta.pin_until_ms, now_ms);
   meta.lru_unit = EvictionLru::kNoUnit;
@@ -574,6 +586,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
     }
   }
   thread_local std::vector<EvictionLru::UnitId> touched;
+  std::vector<SsdRead> ssd_reads;
   VisitByShard(index_, keys, [&](ObjectShard& shard, std::span<const HashedKey> hashed,
                                  std::span<const uint32_t> indices) {
     touched.clear();
@@ -587,11 +600,19 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
       } else if (it->second.state != ObjectState::kComplete) {
         ++shard.misses;
         result.status = NotReady(fmt::format("put of key {} has not ended", QuoteKey(keys[i])));
+      } else if (it->second.tier == ObjectTier::kPromoting) {
+        ++shard.misses;
+        result.status = NotReady(fmt::format("key {} is being loaded from SSD for another read", QuoteKey(keys[i])));
+      } else if (it->second.tier == ObjectTier::kSsd) {
+        ++shard.hits;
+        const ObjectMeta& meta = it->second;
+        ssd_reads.push_back({i, meta.replicas.begin()->segment, meta.length, meta.put_id});
       } else {
         ++shard.hits;
         ObjectMeta& meta = it->second;
         meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
-        touched.push_back(meta.lru_unit);
+        // One on its way to SSD is out of the eviction order: nothing to move.
+        if (meta.lru_unit != EvictionLru::kNoUnit) touched.push_back(meta.lru_unit);
         result.length = meta.length;
         result.checksum = meta.checksum;
         result.replicas = ViewsOf(meta);
@@ -601,6 +622,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
     // Under the shard lock still: the units cannot end meanwhile.
     lru_.TouchAll(touched, now);
   });
+  if (!ssd_reads.empty()) PromoteForRead(keys, ssd_reads, lease_until, &out, &referenced);
   // A new master must not hand out bytes a lease granted here still covers: every store
   // holding a leased copy has been promised a horizon past the lease (usually long since).
   JournalWaits waits;
@@ -695,7 +717,11 @@ PoolStats PoolMetadata::Stat() const {
   for (const auto& segment : segments_.Snapshot()) {
     stats.used_bytes += segment->used_bytes();
     stats.capacity_bytes += segment->capacity();
-    stats.segments.push_back({segment->info(), segment->used_bytes(), segment->allocation_count()});
+    stats.segments.push_back({segment->info(), segment->used_bytes(), segment->allocation_count(),
+                              segment->ssd_used_bytes(), segment->ssd_objects()});
+    stats.tiers.ssd_used_bytes += segment->ssd_used_bytes();
+    stats.tiers.ssd_objects += segment->ssd_objects();
+    stats.tiers.ssd_capacity_bytes += segment->ssd_max_value_bytes() > 0 ? segment->info().ssd_capacity_bytes : 0;
   }
   stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
@@ -707,6 +733,13 @@ PoolStats PoolMetadata::Stat() const {
   stats.rebuilt_objects = rebuilt_objects_.load(std::memory_order_relaxed);
   stats.rebuild_seconds = static_cast<double>(rebuild_ns_.load(std::memory_order_relaxed)) / 1e9;
   stats.namespaces = quotas_.Usage();
+  stats.tiers.demoting_bytes = demoting_bytes_.load(std::memory_order_relaxed);
+  stats.tiers.demotions = demotions_.load(std::memory_order_relaxed);
+  stats.tiers.demotion_failures = demotion_failures_.load(std::memory_order_relaxed);
+  stats.tiers.promotions = promotions_.load(std::memory_order_relaxed);
+  stats.tiers.promotion_failures = promotion_failures_.load(std::memory_order_relaxed);
+  stats.tiers.ssd_evictions = ssd_evictions_.load(std::memory_order_relaxed);
+  stats.tiers.ssd_hits = ssd_hits_.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -725,11 +758,17 @@ void PoolMetadata::RunMaintenance() {
   }
   ExtendLeaseHorizons(now);
   const uint64_t capacity = segments_.capacity_bytes();
-  if (capacity > 0 && static_cast<double>(segments_.used_bytes()) >
-                          options_.high_watermark * static_cast<double>(capacity)) {
+  // Bytes on their way to SSD are as good as freed: counting them would demote more each pass.
+  const uint64_t used = segments_.used_bytes() - std::min(segments_.used_bytes(), demoting_bytes_.load());
+  if (capacity > 0 && static_cast<double>(used) > options_.high_watermark * static_cast<double>(capacity)) {
+    // Where stores have SSD tiers, the background pass demotes what it can instead of
+    // dropping it; a put that finds no room still drops synchronously (AllocateWithEviction).
+    const auto snapshot = segments_.Snapshot();
+    const bool demote = std::any_of(snapshot.begin(), snapshot.end(),
+                                    [](const auto& s) { return s->ssd_max_value_bytes() > 0; });
     std::lock_guard lock(eviction_mu_);
     EvictLocked(static_cast<uint64_t>(options_.evict_fraction * static_cast<double>(capacity)),
-                now);
+                now, {}, demote);
   }
 }
 

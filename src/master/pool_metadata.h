@@ -67,8 +67,12 @@ struct PoolOptions {
   uint64_t alignment = 64;
   // How long a call waits for stores to confirm its changes to their indexes.
   uint64_t index_sync_timeout_ms = 2000;
-  // A byte quota per namespace (namespace_quotas.h); none by default.
+  // A byte quota per namespace (namespace_quotas.h); none by default. Objects count against
+  // it in whichever tier they are.
   QuotaOptions quotas;
+  // Demotion to the stores' SSD tiers (pool_tiering.cc): at most this many bytes on their way
+  // at once; a background pass that finds the queue full stops and lets it drain.
+  uint64_t max_demoting_bytes = uint64_t{256} << 20;
 };
 
 struct PutOptions {
@@ -118,6 +122,22 @@ struct SegmentStats {
   SegmentInfo info;
   uint64_t used_bytes = 0;
   uint64_t objects = 0;  // copies stored on the segment
+  uint64_t ssd_used_bytes = 0;  // values in its store's SSD tier
+  uint64_t ssd_objects = 0;
+};
+
+// What the stores' SSD tiers did, as the master counts it (pool_tiering.cc).
+struct TierStats {
+  uint64_t ssd_used_bytes = 0;
+  uint64_t ssd_capacity_bytes = 0;
+  uint64_t ssd_objects = 0;
+  uint64_t demoting_bytes = 0;       // on their way to SSD now
+  uint64_t demotions = 0;            // objects that reached SSD
+  uint64_t demotion_failures = 0;    // a store could not write them: dropped instead
+  uint64_t promotions = 0;           // SSD objects a read loaded back into a segment
+  uint64_t promotion_failures = 0;   // a store could not read them (gone, corrupt): a miss
+  uint64_t ssd_evictions = 0;        // dropped by a full SSD tier
+  uint64_t ssd_hits = 0;             // lookups that found the object on SSD
 };
 
 struct PoolStats {
@@ -137,6 +157,7 @@ struct PoolStats {
   uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
   uint64_t rebuilt_objects = 0;    // objects those indexes gave back
   double rebuild_seconds = 0;      // time spent taking them back, all rejoins together
+  TierStats tiers;
 };
 
 struct RejoinResult {
@@ -174,6 +195,13 @@ class PoolMetadata {
   Result<RejoinResult> RejoinSegment(SegmentInfo info,
                                      std::span<const proto::IndexEntry* const> entries,
                                      int64_t lease_horizon_unix_ms);
+  // Objects a store has in its SSD tier (entries with on_ssd; others are skipped) become SSD
+  // objects of its segment `segment_id`: how a store restarted on its SSD file, or rejoining,
+  // brings them back. A key the pool already has keeps its copy. Returns how many were taken.
+  uint64_t TakeSsdObjects(uint64_t segment_id, std::span<const proto::IndexEntry* const> entries);
+  // What a store's SSD tier did (proto::TierReport), applied before its PullIndex confirms.
+  void ApplyTierReports(uint64_t segment_id, const google::protobuf::RepeatedPtrField<proto::TierReport>& reports);
+
   // The segment's journal, for the store's PullIndex; null if not mounted or keeping none.
   std::shared_ptr<Segment> FindSegment(uint64_t segment_id) const {
     return segments_.Find(segment_id);
@@ -267,10 +295,34 @@ class PoolMetadata {
   void DropSegmentReplicas(const Segment& segment);
 
   // Eviction (pool_eviction.cc). REQUIRES: eviction_mu_ held. With `only_namespace`, units
-  // of other namespaces are passed over (a quota's own eviction).
-  uint64_t EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace = {});
-  EvictionAttempt EvictSingle(const EvictionLru::Candidate& candidate, int64_t now_ms);
-  EvictionAttempt EvictGroup(const EvictionLru::Candidate& candidate, int64_t now_ms);
+  // of other namespaces are passed over (a quota's own eviction). With `demote`, a unit whose
+  // objects can go to their stores' SSD tiers is demoted instead of dropped (its bytes count
+  // as freed: they will be once the stores report), and the pass stops when the demotion
+  // queue is full.
+  uint64_t EvictLocked(uint64_t bytes, int64_t now_ms, std::optional<std::string_view> only_namespace = {},
+                       bool demote = false);
+  EvictionAttempt EvictSingle(const EvictionLru::Candidate& candidate, int64_t now_ms, bool demote);
+  EvictionAttempt EvictGroup(const EvictionLru::Candidate& candidate, int64_t now_ms, bool demote);
+
+  // The SSD tier (pool_tiering.cc). All REQUIRE the object's shard lock.
+  // True when the object can be demoted: complete, in the segment, one copy, on a segment
+  // whose store has an SSD tier with slots large enough.
+  static bool DemotableLocked(const ObjectMeta& meta);
+  // Out of the eviction order and onto its way to SSD: a DEMOTE record for its store.
+  void DemoteLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms);
+  // A lookup found SSD objects (`reads`: their positions in `keys`): each is loaded into a
+  // fresh range of its store's segment (PROMOTE), the call waits for the stores, and each
+  // loaded object is answered as a segment copy, leased until `lease_until_ms`.
+  struct SsdRead {
+    uint32_t index = 0;
+    std::shared_ptr<Segment> segment;
+    uint64_t length = 0;
+    uint64_t put_id = 0;
+  };
+  void PromoteForRead(std::span<const std::string_view> keys, std::span<const SsdRead> reads,
+                      int64_t lease_until_ms, BatchGetResult* out,
+                      std::vector<std::shared_ptr<Segment>>* referenced);
+  bool DemotionQueueFull() const;
 
   const PoolOptions options_;
   Clock* const clock_;
@@ -290,6 +342,13 @@ class PoolMetadata {
   std::atomic<uint64_t> rejoined_segments_{0};
   std::atomic<uint64_t> rebuilt_objects_{0};
   std::atomic<uint64_t> rebuild_ns_{0};
+  std::atomic<uint64_t> demoting_bytes_{0};
+  std::atomic<uint64_t> demotions_{0};
+  std::atomic<uint64_t> demotion_failures_{0};
+  std::atomic<uint64_t> promotions_{0};
+  std::atomic<uint64_t> promotion_failures_{0};
+  std::atomic<uint64_t> ssd_evictions_{0};
+  std::atomic<uint64_t> ssd_hits_{0};
 
   std::mutex deferred_mu_;
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_

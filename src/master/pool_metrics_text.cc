@@ -62,6 +62,20 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
       "kvpool_master_rebuild_seconds_total {:.6f}\n",
       stats.rebuild_seconds));
 
+  const TierStats& t = stats.tiers;
+  metric("kvpool_master_ssd_used_bytes", "gauge", "Value bytes in the stores' SSD tiers.", t.ssd_used_bytes);
+  metric("kvpool_master_ssd_capacity_bytes", "gauge", "Bytes of the stores' SSD tiers.", t.ssd_capacity_bytes);
+  metric("kvpool_master_ssd_objects", "gauge", "Objects in the stores' SSD tiers.", t.ssd_objects);
+  metric("kvpool_master_demoting_bytes", "gauge", "Bytes on their way from segments to SSD.", t.demoting_bytes);
+  metric("kvpool_master_demotions_total", "counter", "Objects demoted to SSD instead of evicted.", t.demotions);
+  metric("kvpool_master_demotion_failures_total", "counter", "Demotions a store could not write (dropped instead).",
+         t.demotion_failures);
+  metric("kvpool_master_promotions_total", "counter", "SSD objects a read loaded back into a segment.", t.promotions);
+  metric("kvpool_master_promotion_failures_total", "counter",
+         "SSD objects a store could not load (gone or corrupt): misses.", t.promotion_failures);
+  metric("kvpool_master_ssd_evictions_total", "counter", "Objects a full SSD tier dropped.", t.ssd_evictions);
+  metric("kvpool_master_ssd_hits_total", "counter", "Lookups that found the object on SSD.", t.ssd_hits);
+
   auto per_segment = [&](std::string_view name, std::string_view help, auto value_of) {
     out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));
     for (const auto& s : stats.segments) {
@@ -75,6 +89,8 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
               [](const SegmentStats& s) { return s.info.size; });
   per_segment("kvpool_master_segment_objects", "Object copies stored in the segment.",
               [](const SegmentStats& s) { return s.objects; });
+  per_segment("kvpool_master_segment_ssd_used_bytes", "Value bytes in the segment's store's SSD tier.",
+              [](const SegmentStats& s) { return s.ssd_used_bytes; });
 
   auto per_namespace = [&](std::string_view name, std::string_view help, auto value_of) {
     out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));

@@ -47,6 +47,7 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
   uint64_t end = 0;
   for (uint32_t i : order) {
     const proto::IndexEntry& e = *entries[i];
+    if (e.on_ssd()) continue;  // in the store's SSD tier, not the segment: TakeSsdObjects
     const uint64_t aligned = (e.length() + options_.alignment - 1) / options_.alignment * options_.alignment;
     if (!ValidatePut({e.key(), e.length(), {}}).ok() || e.offset() % options_.alignment != 0 ||
         e.offset() < end || aligned < e.length() || aligned > info.size ||
@@ -91,7 +92,8 @@ Result<RejoinResult> PoolMetadata::RejoinSegment(SegmentInfo info,
     auto [it, inserted] = shard.objects.try_emplace(e.key());
     ObjectMeta& meta = it->second;
     if (!inserted) {
-      if (meta.put_id == e.put_id() && meta.length == e.length()) {
+      // (Only a segment object takes another copy; one moving to or from SSD has just one.)
+      if (meta.put_id == e.put_id() && meta.length == e.length() && meta.tier == ObjectTier::kDram) {
         // Another copy of the same put, on another store: one object with both copies.
         meta.replicas.push_back(std::move(replica));
         if (e.complete() && meta.state != ObjectState::kComplete) {

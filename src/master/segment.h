@@ -29,6 +29,9 @@ struct SegmentInfo {
   std::string shm_socket;
   uint64_t size = 0;
   bool keeps_index = false;  // the store keeps this segment's index (it has a journal)
+  // The store's SSD tier (0: none): objects leaving this segment may be demoted there.
+  uint64_t ssd_capacity_bytes = 0;
+  uint64_t ssd_max_value_bytes = 0;
 };
 
 class Segment {
@@ -64,6 +67,17 @@ class Segment {
   // Changes to the store's copy of the index; null when the store keeps none.
   SegmentJournal* journal() const { return journal_.get(); }
 
+  // Demotion takes objects of at most this size into the store's SSD tier (0: it has none;
+  // a tier needs the journal, which carries the demotions).
+  uint64_t ssd_max_value_bytes() const { return journal_ ? info_.ssd_max_value_bytes : 0; }
+  // Values in the store's SSD tier as the master counts them (pool_tiering.cc).
+  void AddSsdObject(int64_t bytes, int64_t objects) {
+    ssd_used_bytes_.fetch_add(static_cast<uint64_t>(bytes), std::memory_order_relaxed);
+    ssd_objects_.fetch_add(static_cast<uint64_t>(objects), std::memory_order_relaxed);
+  }
+  uint64_t ssd_used_bytes() const { return ssd_used_bytes_.load(std::memory_order_relaxed); }
+  uint64_t ssd_objects() const { return ssd_objects_.load(std::memory_order_relaxed); }
+
  private:
   const SegmentInfo info_;
   mutable std::mutex mu_;
@@ -72,6 +86,8 @@ class Segment {
   std::atomic<uint64_t> used_bytes_{0};
   std::atomic<uint64_t> allocations_{0};
   std::atomic<bool> alive_{true};
+  std::atomic<uint64_t> ssd_used_bytes_{0};
+  std::atomic<uint64_t> ssd_objects_{0};
   const std::unique_ptr<SegmentJournal> journal_;
 };
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -216,6 +217,7 @@ Result<uint64_t> SsdTier::TakeSlot(std::vector<uint64_t>& to_clear) {
       to_clear.push_back(objects_[key].slot);
       Forget(key);
       ++stats_.evicted_objects;
+      evicted_.push_back(key);
     }
   }
   const uint64_t slot = free_slots_.back();
@@ -262,6 +264,12 @@ std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
           free_buffers.pop_back();
           // Hashed as it is copied (one pass over the value), while the ring writes others.
           const uint64_t checksum = CopyWithChecksum(buffer + kHeaderBytes, p.value.data(), p.value.size());
+          if (p.expected_checksum && *p.expected_checksum != checksum) {
+            free_buffers.push_back(buffer);
+            free_slots_.push_back(*slot);
+            result[i] = Corrupt(fmt::format("SSD tier: {} does not match its writer's checksum; not written", p.key));
+            continue;
+          }
           EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group)}, buffer);
           const uint64_t length = IoBytes(p.value.size());
           std::memset(buffer + kHeaderBytes + p.value.size(), 0, length - kHeaderBytes - p.value.size());
@@ -374,6 +382,19 @@ std::vector<std::string> SsdTier::Keys() const {
   std::vector<std::string> keys;
   for (const auto& [key, o] : objects_) keys.push_back(key);
   return keys;
+}
+
+std::vector<SsdObjectInfo> SsdTier::Objects() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SsdObjectInfo> out;
+  out.reserve(objects_.size());
+  for (const auto& [key, o] : objects_) out.push_back({key, o.group, o.length, o.checksum});
+  return out;
+}
+
+std::vector<std::string> SsdTier::TakeEvicted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(evicted_, {});
 }
 
 SsdTierStats SsdTier::stats() const {

@@ -28,6 +28,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +49,17 @@ struct SsdPut {
   std::string_view key;
   std::string_view group;  // "" for none
   std::span<const std::byte> value;
+  // When set, the value must hash to it (the writer's checksum, common/checksum.h), else the
+  // put is CORRUPT and nothing is written: a copy of bytes that changed under it is refused.
+  std::optional<uint64_t> expected_checksum;
+};
+
+// What the tier holds of one object (what a restarted store announces to the master).
+struct SsdObjectInfo {
+  std::string key;
+  std::string group;
+  uint64_t length = 0;
+  uint64_t checksum = 0;
 };
 struct SsdGet {
   std::string_view key;
@@ -94,7 +106,11 @@ class SsdTier {
   Status Remove(std::string_view key);
   bool Contains(std::string_view key) const;
   std::vector<std::string> Keys() const;
+  std::vector<SsdObjectInfo> Objects() const;
+  // The keys evicted to make room since the last call (the master must hear of them).
+  std::vector<std::string> TakeEvicted();
   SsdTierStats stats() const;
+  uint64_t max_value_bytes() const { return options_.slot_bytes - kHeaderBytes; }
 
  private:
   struct Object {
@@ -138,6 +154,7 @@ class SsdTier {
   uint64_t next_sequence_ = 1;
   std::byte* const zeros_;            // a zeroed header, aligned for O_DIRECT
   std::vector<std::byte*> buffers_;  // queue_depth slot buffers, aligned for O_DIRECT
+  std::vector<std::string> evicted_;  // since the last TakeEvicted
   SsdTierStats stats_;
 };
 

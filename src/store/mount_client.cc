@@ -166,7 +166,8 @@ Result<MountGrant> MountClient::MountOnce(const proto::MountSegmentRequest& requ
 }
 
 Result<proto::PullIndexReply> MountClient::PullIndex(uint64_t segment_id, uint64_t journal_id,
-                                                     uint64_t acked_seq) {
+                                                     uint64_t acked_seq,
+                                                     const std::vector<proto::TierReport>& reports) {
   grpc::ClientContext context;
   // The master answers within half the deadline (its long-poll wait shrinks to fit).
   context.set_deadline(std::chrono::system_clock::now() + std::max(rpc_timeout_, std::chrono::milliseconds(1000)));
@@ -174,6 +175,7 @@ Result<proto::PullIndexReply> MountClient::PullIndex(uint64_t segment_id, uint64
   request.set_segment_id(segment_id);
   request.set_journal_id(journal_id);
   request.set_acked_seq(acked_seq);
+  request.mutable_tier_reports()->Add(reports.begin(), reports.end());
   proto::PullIndexReply reply;
   std::string address;
   Result<grpc::Status> rpc = CallMaster(&context, &address, [&](proto::Master::Stub& stub) {

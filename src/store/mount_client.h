@@ -58,8 +58,10 @@ class MountClient {
 
   // The store's long poll for changes to its index: confirms `acked_seq` of `journal_id` and
   // returns the next records. STALE when the master does not know the segment.
-  Result<proto::PullIndexReply> PullIndex(uint64_t segment_id, uint64_t journal_id,
-                                          uint64_t acked_seq);
+  // `reports`: what the store's SSD tier did (store/tier_mover.h), applied by the master
+  // before it confirms acked_seq.
+  Result<proto::PullIndexReply> PullIndex(uint64_t segment_id, uint64_t journal_id, uint64_t acked_seq,
+                                          const std::vector<proto::TierReport>& reports = {});
 
   // Reports the store alive. Returns the ids among `segment_ids` the master does not know
   // (it dropped them); an error when the master could not be reached.

@@ -83,6 +83,9 @@ Status ValidateOptions(const StorageOptions& o) {
   if (o.rpc_timeout.count() <= 0) return InvalidArgument("rpc_timeout must be > 0");
   if (o.io_threads <= 0) return InvalidArgument("io_threads must be > 0");
   if (o.shm_socket_dir.empty()) return InvalidArgument("shm_socket_dir must not be empty");
+  if (!o.ssd_path.empty() && !o.keep_index) {
+    return InvalidArgument("an SSD tier needs the store to keep its index (the master's journal carries the demotions)");
+  }
   if (!o.store_id.empty() && !ValidStoreId(o.store_id)) {
     return InvalidArgument(fmt::format(
         "store id '{}' must be 1-64 letters, digits, '-', '_' or '.'", o.store_id));
@@ -119,6 +122,17 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   service->memory_ = std::move(memory).value();
   spdlog::info("store {}: segment {}", service->store_id_, service->memory_->Describe());
 
+  if (!options.ssd_path.empty()) {
+    auto ssd = TierMover::Open({options.ssd_path, options.ssd_bytes, options.ssd_max_object_bytes},
+                               {static_cast<std::byte*>(service->memory_->base()), service->memory_->size()});
+    if (!ssd.ok()) return ssd.status();
+    service->ssd_ = std::move(ssd).value();
+    const ssd::SsdTierStats tier = service->ssd_->stats();
+    spdlog::info("store {}: SSD tier {}: {} for objects up to {}, {} objects on it", service->store_id_,
+                 options.ssd_path, FormatByteSize(tier.capacity_bytes), FormatByteSize(options.ssd_max_object_bytes),
+                 tier.objects);
+  }
+
   transfer::SegmentServerOptions server_options;
   server_options.tcp_listen = options.tcp_listen;
   server_options.shm_socket_path =
@@ -141,6 +155,10 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   endpoint.set_tcp_address(service->tcp_address_);
   endpoint.set_shm_socket(service->shm_socket_path_);
   endpoint.set_size(service->memory_->size());
+  if (service->ssd_) {
+    endpoint.set_ssd_capacity_bytes(service->ssd_->capacity_bytes());
+    endpoint.set_ssd_max_value_bytes(service->ssd_->max_value_bytes());
+  }
 
   service->master_ = std::make_unique<MountClient>(options.master_address, options.etcd, options.part,
                                                  options.rpc_timeout, options.credentials);
@@ -158,7 +176,8 @@ Status StorageService::MountAndServe() {
   proto::MountSegmentRequest request;
   *request.mutable_segment() = endpoint_;
   request.set_keeps_index(options_.keep_index);
-  auto grant = master_->Mount(std::move(request), options_.rpc_timeout);
+  if (ssd_) ssd_->AppendObjects(&request);  // what the tier kept across a restart
+  auto grant = master_->Mount(std::move(request), ssd_ ? options_.rejoin_timeout : options_.rpc_timeout);
   if (!grant.ok()) return grant.status();
   ++mount_generation_;
   server_->Serve(transfer::ServedSegment{grant->segment_id, memory_->base(), memory_->size(),
@@ -187,6 +206,7 @@ Status StorageService::Rejoin(uint64_t id) {
   request.set_keeps_index(true);
   request.set_rejoin_segment_id(id);
   index_.Snapshot(&request);
+  if (ssd_) ssd_->AppendObjects(&request);
   const int entries = request.entries_size();
   auto grant = master_->Mount(std::move(request), options_.rejoin_timeout);
   if (!grant.ok()) return grant.status();
@@ -223,27 +243,65 @@ void StorageService::IndexLoop() {
       applied = 0;
     }
     lock.unlock();
-    auto reply = master_->PullIndex(id, journal_id, applied);
+    std::vector<proto::TierReport> reports = ssd_ ? ssd_->TakeReports() : std::vector<proto::TierReport>{};
+    auto reply = master_->PullIndex(id, journal_id, applied, reports);
+    if (!reply.ok() && ssd_) ssd_->PutBackReports(std::move(reports));
     if (reply.ok() && generation == mount_generation_) {
       if (reply->journal_id() != journal_id) {
         // A journal new to us: what it numbered before first_seq was confirmed by nobody else.
         journal_id = reply->journal_id();
         applied = reply->first_seq() > 0 ? reply->first_seq() - 1 : 0;
       }
-      const int64_t now = WallClockMs();
-      for (int i = 0; i < reply->records_size(); ++i) {
-        const uint64_t seq = reply->first_seq() + static_cast<uint64_t>(i);
-        if (seq <= applied) continue;  // a resend of what we applied already
-        if (seq != applied + 1) break;  // a gap: ask again from what we have
-        index_.Apply(reply->records(i), now);
-        applied = seq;
-      }
+      applied = ApplyRecords(*reply, applied);
     }
     lock.lock();
     // A master that is away or does not know the segment: the heartbeat thread deals with
     // it; ask again shortly.
     if (!reply.ok()) wake_.wait_for(lock, milliseconds(100), [this] { return stopping_; });
   }
+}
+
+uint64_t StorageService::ApplyRecords(const proto::PullIndexReply& reply, uint64_t applied) {
+  const int64_t now = WallClockMs();
+  const int count = reply.records_size();
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seq = reply.first_seq() + static_cast<uint64_t>(i);
+    if (seq <= applied) continue;  // a resend of what we applied already
+    if (seq != applied + 1) break;  // a gap: ask again from what we have
+    const proto::IndexRecord& record = reply.records(i);
+    switch (record.op()) {
+      case proto::IndexRecord::DEMOTE:
+        if (ssd_) ssd_->Demote(record.entry());
+        break;
+      case proto::IndexRecord::DROP_SSD:
+        if (ssd_) ssd_->DropFromSsd(record.entry().key());
+        break;
+      case proto::IndexRecord::PROMOTE: {
+        // A run of loads goes to the tier at once, several reads in flight.
+        int end = i;
+        while (end < count && reply.records(end).op() == proto::IndexRecord::PROMOTE) ++end;
+        std::vector<const proto::IndexEntry*> entries;
+        for (int k = i; k < end; ++k) entries.push_back(&reply.records(k).entry());
+        const std::vector<bool> loaded = ssd_ ? ssd_->Promote(entries) : std::vector<bool>(entries.size(), false);
+        for (size_t k = 0; k < entries.size(); ++k) {
+          if (!loaded[k]) continue;
+          proto::IndexRecord place;  // the loaded object is a complete one of the segment now
+          place.set_op(proto::IndexRecord::PLACE);
+          *place.mutable_entry() = *entries[k];
+          place.mutable_entry()->set_complete(true);
+          place.mutable_entry()->set_completed_unix_ms(now);
+          index_.Apply(place, now);
+        }
+        i = end - 1;
+        applied = reply.first_seq() + static_cast<uint64_t>(i);
+        continue;
+      }
+      default:
+        index_.Apply(record, now);
+    }
+    applied = seq;
+  }
+  return applied;
 }
 
 void StorageService::HeartbeatLoop() {

@@ -34,6 +34,7 @@
 #include "store/mount_client.h"
 #include "store/segment_index.h"
 #include "store/segment_memory.h"
+#include "store/tier_mover.h"
 #include "transfer/segment_server.h"
 
 namespace kvpool::store {
@@ -61,6 +62,11 @@ struct StorageOptions {
   bool keep_index = true;
   // A rejoin sends the whole index (1M objects are ~100 MB); it may take this long.
   std::chrono::milliseconds rejoin_timeout{30000};
+  // An SSD tier under the segment (issue 17; store/tier_mover.h): the master demotes objects
+  // there instead of evicting them. Off when ssd_path is empty; needs keep_index.
+  std::string ssd_path;
+  uint64_t ssd_bytes = 0;
+  uint64_t ssd_max_object_bytes = uint64_t{8} << 20;
   // The pool's secret (proven to the master, and demanded of every client of the segment's
   // tcp and shm sockets) and the master's TLS CA.
   proto::RpcCredentials credentials;
@@ -95,6 +101,8 @@ class StorageService {
   size_t indexed_objects() const { return index_.size(); }
   // The store's copy of the segment's index (what a rejoin sends).
   const SegmentIndex& index() const { return index_; }
+  // The SSD tier; null without one.
+  const TierMover* ssd() const { return ssd_.get(); }
 
   // Unmounts on the master (best-effort, bounded by rpc_timeout), stops serving and removes
   // the unix socket. Idempotent and thread-safe; returns once everything has stopped.
@@ -110,6 +118,9 @@ class StorageService {
   void HeartbeatLoop();
   // Pulls and applies the changes to the index while a segment is mounted.
   void IndexLoop();
+  // Applies one PullIndex answer's records from `applied` + 1 on, moving SSD objects as they
+  // say; returns the last sequence number applied.
+  uint64_t ApplyRecords(const proto::PullIndexReply& reply, uint64_t applied);
   // One beat; starts the drop handling when the master no longer knows our segment.
   void Beat(uint64_t id);
   void NoteMasterReachable(bool reachable, const Status& why);
@@ -122,6 +133,7 @@ class StorageService {
 
   // Declared before server_: the server must stop using the memory before it is unmapped.
   std::unique_ptr<SegmentMemory> memory_;
+  std::unique_ptr<TierMover> ssd_;  // reads and writes memory_: declared after it, gone before it
   std::unique_ptr<transfer::SegmentServer> server_;
   std::unique_ptr<MountClient> master_;
 
