@@ -184,7 +184,15 @@ uint64_t PoolMetadata::TakeSsdObjects(uint64_t segment_id, std::span<const proto
     ObjectShard& shard = index_.shard(index_.ShardOf(e->key()));
     std::lock_guard lock(shard.mu);
     auto [it, inserted] = shard.objects.try_emplace(e->key());
-    if (!inserted) continue;  // the pool has the key already: its copy stands
+    if (!inserted) {
+      // The pool has the key already (a rejoin's segment copy, another store's): that copy
+      // stands, and the store drops its own, so no older copy outlives it on the file.
+      proto::IndexRecord record;
+      record.set_op(proto::IndexRecord::DROP_SSD);
+      record.mutable_entry()->set_key(e->key());
+      segment->journal()->Append(std::move(record));
+      continue;
+    }
     ObjectMeta& meta = it->second;
     quotas_.Charge(NamespaceOf(e->key()), e->length());  // admitted once already
     meta.length = e->length();

@@ -213,5 +213,31 @@ TEST_F(PoolTieringTest, AFailedDemotionDropsTheWholeGroupAndSsdEvictionsAndRemov
   EXPECT_EQ(AwaitRecords(proto::IndexRecord::DROP_SSD, 4).back().entry().key(), "ns/c0/s1");
 }
 
+TEST_F(PoolTieringTest, AMountingStoresSsdObjectsJoinThePoolUnlessThePoolHasTheKey) {
+  ASSERT_TRUE(Put("ns/here").ok());
+  proto::IndexEntry here;
+  here.set_key("ns/here");
+  here.set_length(kObject);
+  here.set_on_ssd(true);
+  proto::IndexEntry back = here;
+  back.set_key("ns/back");
+  back.set_checksum(77);
+  proto::IndexEntry in_segment = back;  // not an SSD entry: a rejoin's business, not this
+  in_segment.set_key("ns/in-segment");
+  in_segment.set_on_ssd(false);
+  const proto::IndexEntry* entries[] = {&here, &back, &in_segment};
+  EXPECT_EQ(pool_->TakeSsdObjects(id_, entries), 1u);
+  EXPECT_TRUE(Exists("ns/back"));
+  EXPECT_FALSE(Exists("ns/in-segment"));
+  EXPECT_EQ(pool_->Stat().tiers.ssd_objects, 1u);
+  // The store's older copy of a key the pool holds is dropped from its file.
+  const auto drops = AwaitRecords(proto::IndexRecord::DROP_SSD, 1);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].entry().key(), "ns/here");
+  const GetResult got = Get("ns/back");
+  ASSERT_TRUE(got.status.ok()) << got.status.ToString();
+  EXPECT_EQ(got.checksum, 77u);
+}
+
 }  // namespace
 }  // namespace kvpool::master
