@@ -575,7 +575,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
   BatchGetResult out;
   out.lease_ms = std::min(lease_ms == 0 ? options_.default_lease_ms : lease_ms,
                           options_.max_lease_ms);
-  const int64_t lease_until = now + static_cast<int64_t>(out.lease_ms);
+  int64_t lease_until = now + static_cast<int64_t>(out.lease_ms);
   out.results.resize(keys.size());
   std::vector<std::shared_ptr<Segment>> referenced;
   std::vector<bool> invalid(keys.size(), false);
@@ -622,7 +622,26 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
     // Under the shard lock still: the units cannot end meanwhile.
     lru_.TouchAll(touched, now);
   });
-  if (!ssd_reads.empty()) PromoteForRead(keys, ssd_reads, lease_until, &out, &referenced);
+  if (!ssd_reads.empty()) {
+    PromoteForRead(keys, ssd_reads, lease_until, &out, &referenced);
+    // Loading from SSD took part of the lease: the client counts it from when it sent the
+    // call, so the whole batch gets as much longer (within max_lease_ms, which stores wait out).
+    const int64_t loaded = clock_->NowMs();
+    const uint64_t longer = std::min<uint64_t>(out.lease_ms + static_cast<uint64_t>(std::max<int64_t>(0, loaded - now)),
+                                               options_.max_lease_ms);
+    if (longer > out.lease_ms) {
+      out.lease_ms = longer;
+      lease_until = now + static_cast<int64_t>(longer);
+      VisitByShard(index_, keys, [&](ObjectShard& shard, std::span<const HashedKey> hashed,
+                                     std::span<const uint32_t> indices) {
+        for (uint32_t i : indices) {
+          if (!out.results[i].status.ok()) continue;
+          auto it = shard.objects.find(hashed[i]);
+          if (it != shard.objects.end()) it->second.lease_until_ms = std::max(it->second.lease_until_ms, lease_until);
+        }
+      });
+    }
+  }
   // A new master must not hand out bytes a lease granted here still covers: every store
   // holding a leased copy has been promised a horizon past the lease (usually long since).
   JournalWaits waits;
