@@ -27,10 +27,7 @@ Result<std::unique_ptr<TierMover>> TierMover::Open(const TierMoverOptions& optio
   ssd::SsdTierOptions tier_options;
   tier_options.slot_bytes = options.max_value_bytes + kSlotHeaderBytes;
   auto tier = ssd::SsdTier::Open(options.path, options.size_bytes, tier_options);
-  if (!tier.ok()) {
-    return Status(tier.status().code(),
-                  fmt::format("cannot open the SSD tier {}: {}", options.path, tier.status().message()));
-  }
+  if (!tier.ok()) return tier.status();  // its message names the file
   std::unique_ptr<TierMover> mover(new TierMover(std::move(tier).value(), segment));
   mover->worker_ = std::thread([m = mover.get()] { m->Work(); });
   return mover;
