@@ -6,8 +6,14 @@
 #include <chrono>
 
 #include "master/journal_waits.h"
+#include "master/pool_internal.h"
 
 namespace kvpool::master {
+
+using internal::EntryRecord;
+using internal::NoteSegments;
+using internal::RecordOf;
+using internal::ViewsOf;
 
 namespace {
 
@@ -29,34 +35,6 @@ std::string QuoteKey(std::string_view key) {
   }
   out += key.size() > kMaxShown ? "'..." : "'";
   return out;
-}
-
-std::vector<ReplicaView> ViewsOf(const ObjectMeta& meta) {
-  std::vector<ReplicaView> views;
-  views.reserve(meta.replicas.size());
-  for (const auto& replica : meta.replicas) {
-    views.push_back({replica.segment->id(), replica.offset, meta.length});
-  }
-  return views;
-}
-
-// Collects each distinct segment once; batches reference few segments, so a linear scan wins.
-void NoteSegments(std::span<const PlacedReplica> replicas,
-                  std::vector<std::shared_ptr<Segment>>* seen) {
-  for (const auto& replica : replicas) {
-    bool known = false;
-    for (const auto& s : *seen) known = known || s.get() == replica.segment.get();
-    if (!known) seen->push_back(replica.segment);
-  }
-}
-
-// A record naming an entry of the store's index by where it is and which put placed it.
-proto::IndexRecord RecordOf(proto::IndexRecord::Op op, uint64_t offset, uint64_t put_id) {
-  proto::IndexRecord record;
-  record.set_op(op);
-  record.mutable_entry()->set_offset(offset);
-  record.mutable_entry()->set_put_id(put_id);
-  return record;
 }
 
 bool OnAny(const std::vector<ReplicaView>& replicas, const std::unordered_set<uint64_t>& segments) {
@@ -334,15 +312,8 @@ BatchPutStartResult PoolMetadata::BatchPutStart(std::span<const PutStartItem> it
           out.results[i].replicas = ViewsOf(meta);
           NoteSegments(meta.replicas, &referenced);
           for (const auto& replica : meta.replicas) {
-            proto::IndexRecord record;
-            record.set_op(proto::IndexRecord::PLACE);
+            proto::IndexRecord record = EntryRecord(proto::IndexRecord::PLACE, it->first, meta, replica.offset);
             proto::IndexEntry* entry = record.mutable_entry();
-            entry->set_key(it->first);
-            entry->set_offset(replica.offset);
-            entry->set_length(meta.length);
-            entry->set_checksum(meta.checksum);
-            if (meta.group) entry->set_group(*meta.group);
-            entry->set_put_id(meta.put_id);
             entry->set_pin_until_unix_ms(meta.pin_until_ms > 0 ? UnixMs(meta.pin_until_ms) : 0);
             entry->set_put_started_unix_ms(UnixMs(meta.put_started_ms));
             waits.Note(replica.segment, Journal(replica, std::move(record)));
@@ -435,9 +406,7 @@ std::vector<PlacedReplica> PoolMetadata::EraseLocked(ObjectShard& shard, std::st
   if (it->second.tier == ObjectTier::kSsd) {
     // Its one copy holds no segment bytes: the store drops the key from its SSD tier.
     for (const auto& replica : replicas) {
-      proto::IndexRecord record = RecordOf(proto::IndexRecord::DROP_SSD, 0, it->second.put_id);
-      record.mutable_entry()->set_key(it->first);
-      Journal(replica, std::move(record));
+      Journal(replica, internal::DropSsdRecord(it->first, it->second.put_id));
       replica.segment->AddSsdObject(-static_cast<int64_t>(it->second.length), -1);
     }
     replicas.clear();
@@ -778,7 +747,8 @@ void PoolMetadata::RunMaintenance() {
   ExtendLeaseHorizons(now);
   const uint64_t capacity = segments_.capacity_bytes();
   // Bytes on their way to SSD are as good as freed: counting them would demote more each pass.
-  const uint64_t used = segments_.used_bytes() - std::min(segments_.used_bytes(), demoting_bytes_.load());
+  const uint64_t allocated = segments_.used_bytes();
+  const uint64_t used = allocated - std::min(allocated, demoting_bytes_.load());
   if (capacity > 0 && static_cast<double>(used) > options_.high_watermark * static_cast<double>(capacity)) {
     // Where stores have SSD tiers, the background pass demotes what it can instead of
     // dropping it; a put that finds no room still drops synchronously (AllocateWithEviction).

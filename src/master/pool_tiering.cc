@@ -27,28 +27,13 @@
 #include <chrono>
 
 #include "master/journal_waits.h"
+#include "master/pool_internal.h"
 #include "master/pool_metadata.h"
 
 namespace kvpool::master {
 
-namespace {
-
-// A record carrying the object's whole entry, as the store needs it to move the bytes.
-proto::IndexRecord EntryRecord(proto::IndexRecord::Op op, const std::string& key, const ObjectMeta& meta,
-                               uint64_t offset) {
-  proto::IndexRecord record;
-  record.set_op(op);
-  proto::IndexEntry* entry = record.mutable_entry();
-  entry->set_key(key);
-  entry->set_offset(offset);
-  entry->set_length(meta.length);
-  entry->set_checksum(meta.checksum);
-  entry->set_put_id(meta.put_id);
-  if (meta.group) entry->set_group(*meta.group);
-  return record;
-}
-
-}  // namespace
+using internal::EntryRecord;
+using internal::RecordOf;
 
 bool PoolMetadata::DemotableLocked(const ObjectMeta& meta) {
   if (meta.state != ObjectState::kComplete || meta.tier != ObjectTier::kDram || meta.replicas.size() != 1) {
@@ -103,19 +88,15 @@ void PoolMetadata::ApplyTierReports(uint64_t segment_id,
             segment->AddSsdObject(static_cast<int64_t>(meta->length), 1);
             demotions_.fetch_add(1, std::memory_order_relaxed);
             if (meta->lease_until_ms > now) {
-              for (const auto& r : dram) Journal(r, EntryRecord(proto::IndexRecord::REMOVE, it->first, *meta, r.offset));
+              for (const auto& r : dram) Journal(r, RecordOf(proto::IndexRecord::REMOVE, r.offset, meta->put_id));
               deferred = DeferredFree{meta->lease_until_ms, std::move(dram), meta->put_id};
             } else {
-              for (const auto& r : dram) Journal(r, EntryRecord(proto::IndexRecord::DROP, it->first, *meta, r.offset));
+              for (const auto& r : dram) Journal(r, RecordOf(proto::IndexRecord::DROP, r.offset, meta->put_id));
               to_free = std::move(dram);
             }
           } else if (!(meta && meta->tier == ObjectTier::kSsd)) {
             // Removed, dropped or put again meanwhile: the store must not keep the copy.
-            proto::IndexRecord record;
-            record.set_op(proto::IndexRecord::DROP_SSD);
-            record.mutable_entry()->set_key(report.key());
-            record.mutable_entry()->set_put_id(report.put_id());
-            segment->journal()->Append(std::move(record));
+            segment->journal()->Append(internal::DropSsdRecord(report.key(), report.put_id()));
           }
           break;
         case proto::TierReport::DEMOTE_FAILED:
@@ -187,10 +168,7 @@ uint64_t PoolMetadata::TakeSsdObjects(uint64_t segment_id, std::span<const proto
     if (!inserted) {
       // The pool has the key already (a rejoin's segment copy, another store's): that copy
       // stands, and the store drops its own, so no older copy outlives it on the file.
-      proto::IndexRecord record;
-      record.set_op(proto::IndexRecord::DROP_SSD);
-      record.mutable_entry()->set_key(e->key());
-      segment->journal()->Append(std::move(record));
+      segment->journal()->Append(internal::DropSsdRecord(e->key(), 0));
       continue;
     }
     ObjectMeta& meta = it->second;
@@ -283,10 +261,8 @@ void PoolMetadata::PromoteForRead(std::span<const std::string_view> keys, std::s
         result.status = Status::Ok();
         result.length = meta.length;
         result.checksum = meta.checksum;
-        result.replicas = {ReplicaView{load.read->segment->id(), load.replica.offset, meta.length}};
-        bool known = false;
-        for (const auto& s : *referenced) known = known || s.get() == load.read->segment.get();
-        if (!known) referenced->push_back(load.read->segment);
+        result.replicas = internal::ViewsOf(meta);
+        internal::NoteSegments(meta.replicas, referenced);
       }
     }
     FreeReplicas(freed);
