@@ -34,6 +34,9 @@ struct ClusterOptions {
   int heartbeat_ttl_ms = 1500;
   int lease_ms = 2000;
   std::string auth_file;  // given to the master, the stores and ConnectWhenReady's client
+  std::string store_ssd_size;  // each store an SSD tier of this size (kvpool store --ssd); "": none
+  std::string store_ssd_max_object = "256KiB";
+  std::vector<std::string> master_flags;  // more flags for `kvpool master`
 };
 
 class PoolCluster {
@@ -49,11 +52,12 @@ class PoolCluster {
 
   // Starts `kvpool master` on the cluster's address (again, after a kill: a restart).
   void StartMaster() {
-    master_ = std::make_unique<ChildProcess>(
-        WithAuthFile({KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
-                      "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
-                      std::to_string(options_.lease_ms)}),
-        (dir_ / ("master" + std::to_string(master_starts_++) + ".log")).string());
+    std::vector<std::string> args = {KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
+                                     "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
+                                     std::to_string(options_.lease_ms)};
+    args.insert(args.end(), options_.master_flags.begin(), options_.master_flags.end());
+    master_ = std::make_unique<ChildProcess>(WithAuthFile(std::move(args)),
+                                             (dir_ / ("master" + std::to_string(master_starts_++) + ".log")).string());
   }
   ~PoolCluster() {
     stores_.clear();
@@ -63,12 +67,13 @@ class PoolCluster {
   }
 
   void AddStore() {
-    const int index = static_cast<int>(stores_.size());
-    stores_.push_back(std::make_unique<ChildProcess>(
-        WithAuthFile({KVPOOL_BINARY, "store", "--master", master_address_, "--memory", options_.store_memory,
-                      "--listen", "127.0.0.1:0", "--shm-dir", dir_.string(), "--no-huge-pages",
-                      "--heartbeat-interval-ms", "200"}),
-        (dir_ / ("store" + std::to_string(index) + ".log")).string()));
+    stores_.push_back(StartStore(static_cast<int>(stores_.size())));
+  }
+  // Kills store `i` (SIGKILL, if it still runs) and starts it again with the same flags (with
+  // an SSD tier: on the same file).
+  void RestartStore(int i) {
+    stores_[i].reset();
+    stores_[i] = StartStore(i);
   }
 
   // Connects a client once `segments` segments are mounted (or fails after ~20 s).
@@ -104,6 +109,19 @@ class PoolCluster {
   }
 
  private:
+  std::unique_ptr<ChildProcess> StartStore(int index) {
+    const std::string name = "store" + std::to_string(index);
+    std::vector<std::string> args = {KVPOOL_BINARY, "store", "--master", master_address_, "--memory",
+                                     options_.store_memory, "--listen", "127.0.0.1:0", "--shm-dir", dir_.string(),
+                                     "--no-huge-pages", "--heartbeat-interval-ms", "200"};
+    if (!options_.store_ssd_size.empty()) {
+      args.insert(args.end(), {"--ssd", (dir_ / (name + ".ssd")).string(), "--ssd-size", options_.store_ssd_size,
+                               "--ssd-max-object", options_.store_ssd_max_object});
+    }
+    return std::make_unique<ChildProcess>(
+        WithAuthFile(std::move(args)), (dir_ / (name + "-" + std::to_string(store_starts_++) + ".log")).string());
+  }
+
   std::vector<std::string> WithAuthFile(std::vector<std::string> args) const {
     if (!options_.auth_file.empty()) args.insert(args.end(), {"--auth-file", options_.auth_file});
     return args;
@@ -115,6 +133,7 @@ class PoolCluster {
   std::string master_address_;
   std::unique_ptr<ChildProcess> master_;
   int master_starts_ = 0;
+  int store_starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> stores_;
 };
 

@@ -76,7 +76,7 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candi
     if (it->second.lease_until_ms > now_ms) return {0, it->second.lease_until_ms};
     bytes = it->second.length * it->second.replicas.size();
     if (demote && DemotableLocked(it->second)) {
-      DemoteLocked(it->first, it->second, now_ms);
+      DemoteLocked(it->first, it->second, now_ms, /*group_members=*/0);
       return {bytes, 0};
     }
     replicas = EraseLocked(shard, candidate.name);
@@ -134,7 +134,9 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictGroup(const EvictionLru::Candid
   if (demote) {  // every member in the segment can go to SSD: the group moves there whole
     for (const auto& [key, put_id] : members) {
       auto it = index_.shard(index_.ShardOf(key)).objects.find(key);
-      if (it->second.tier == ObjectTier::kDram) DemoteLocked(it->first, it->second, now_ms);
+      if (it->second.tier == ObjectTier::kDram) {
+        DemoteLocked(it->first, it->second, now_ms, static_cast<uint32_t>(members.size()));
+      }
     }
     return {bytes, 0};
   }

@@ -309,7 +309,9 @@ class PoolMetadata {
   // whose store has an SSD tier with slots large enough.
   static bool DemotableLocked(const ObjectMeta& meta);
   // Out of the eviction order and onto its way to SSD: a DEMOTE record for its store.
-  void DemoteLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms);
+  // `group_members`: how many objects its group has (0 for an ungrouped object), for the
+  // store's tier to keep the group only whole across a crash.
+  void DemoteLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms, uint32_t group_members);
   // A lookup found SSD objects (`reads`: their positions in `keys`): each is loaded into a
   // fresh range of its store's segment (PROMOTE), the call waits for the stores, and each
   // loaded object is answered as a segment copy, leased until `lease_until_ms`.

@@ -47,13 +47,15 @@ bool PoolMetadata::DemotionQueueFull() const {
   return demoting_bytes_.load(std::memory_order_relaxed) >= options_.max_demoting_bytes;
 }
 
-void PoolMetadata::DemoteLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms) {
+void PoolMetadata::DemoteLocked(const std::string& key, ObjectMeta& meta, int64_t now_ms, uint32_t group_members) {
   if (meta.lru_unit != EvictionLru::kNoUnit) lru_.Leave(meta.lru_unit, meta.pin_until_ms, now_ms);
   meta.lru_unit = EvictionLru::kNoUnit;
   meta.tier = ObjectTier::kDemoting;
   demoting_bytes_.fetch_add(meta.length, std::memory_order_relaxed);
   const PlacedReplica& replica = *meta.replicas.begin();
-  Journal(replica, EntryRecord(proto::IndexRecord::DEMOTE, key, meta, replica.offset));
+  proto::IndexRecord record = EntryRecord(proto::IndexRecord::DEMOTE, key, meta, replica.offset);
+  record.mutable_entry()->set_group_members(group_members);
+  Journal(replica, std::move(record));
 }
 
 void PoolMetadata::ApplyTierReports(uint64_t segment_id,

@@ -14,8 +14,9 @@
 namespace kvpool::ssd {
 namespace {
 
-constexpr uint64_t kMagic = 0x3130445353505654ULL;  // "TVPSSD01", little-endian
-constexpr uint64_t kFixedHeaderBytes = 48;         // magic .. group length; key and group follow
+// "TVPSSD02", little-endian. 02 added group_members: a file of 01 reads as empty.
+constexpr uint64_t kMagic = 0x3230445353505654ULL;
+constexpr uint64_t kFixedHeaderBytes = 56;  // magic .. group members (and 4 spare); key and group follow
 constexpr uint64_t kHeadersPerRead = 1024;         // headers read at once while rebuilding
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
@@ -23,6 +24,7 @@ uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 struct Header {
   uint64_t value_length = 0, value_checksum = 0, sequence = 0;
   std::string key, group;
+  uint32_t group_members = 0;  // SsdPut::group_members
 };
 
 void Store64(std::byte* at, uint64_t v) { std::memcpy(at, &v, 8); }
@@ -42,6 +44,7 @@ void EncodeHeader(const Header& h, std::byte* block) {
   const uint32_t key_length = h.key.size(), group_length = h.group.size();
   std::memcpy(block + 40, &key_length, 4);
   std::memcpy(block + 44, &group_length, 4);
+  std::memcpy(block + 48, &h.group_members, 4);
   std::memcpy(block + kFixedHeaderBytes, h.key.data(), key_length);
   std::memcpy(block + kFixedHeaderBytes + key_length, h.group.data(), group_length);
   Store64(block + 8, Checksum(block + 16, SsdTier::kHeaderBytes - 16));
@@ -60,6 +63,7 @@ std::optional<Header> DecodeHeader(const std::byte* block, uint64_t max_value) {
   uint32_t key_length, group_length;
   std::memcpy(&key_length, block + 40, 4);
   std::memcpy(&group_length, block + 44, 4);
+  std::memcpy(&h.group_members, block + 48, 4);
   if (h.value_length > max_value || uint64_t{key_length} + group_length > SsdTier::kHeaderBytes - kFixedHeaderBytes) {
     return std::nullopt;
   }
@@ -138,6 +142,34 @@ Status SsdTier::Rebuild() {
   }
   std::free(headers);
   KVPOOL_RETURN_IF_ERROR(status);
+  // A group comes back whole or not at all: one with fewer objects on the file than its
+  // headers say it has was cut short by a crash mid-demotion, and its objects go too.
+  struct GroupCount {
+    uint64_t found = 0;
+    uint32_t members = 0;  // the most any of its headers names (its latest demotion's)
+  };
+  std::unordered_map<std::string, GroupCount> groups;
+  for (const auto& [key, found] : newest) {
+    if (found.first.group.empty()) continue;
+    GroupCount& g = groups[found.first.group];
+    ++g.found;
+    g.members = std::max(g.members, found.first.group_members);
+  }
+  for (auto it = newest.begin(); it != newest.end();) {
+    const std::string& group = it->second.first.group;
+    const auto g = group.empty() ? groups.end() : groups.find(group);
+    if (g != groups.end() && g->second.found < g->second.members) {
+      stale.push_back(it->second.second);
+      ++stats_.incomplete_dropped;
+      it = newest.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (stats_.incomplete_dropped > 0) {
+    spdlog::warn("SSD tier {}: {} objects of groups found in part on the file (a crash mid-demotion) dropped",
+                 file_->path(), stats_.incomplete_dropped);
+  }
   KVPOOL_RETURN_IF_ERROR(ClearHeaders(stale));
   // Into the index in put order, so the least recently put group is evicted first.
   std::vector<const std::pair<Header, uint64_t>*> order;
@@ -270,7 +302,9 @@ std::vector<Status> SsdTier::Put(std::span<const SsdPut> puts) {
             result[i] = Corrupt(fmt::format("SSD tier: {} does not match its writer's checksum; not written", p.key));
             continue;
           }
-          EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group)}, buffer);
+          EncodeHeader({p.value.size(), checksum, next_sequence_++, std::string(p.key), std::string(p.group),
+                        p.group_members},
+                       buffer);
           const uint64_t length = IoBytes(p.value.size());
           std::memset(buffer + kHeaderBytes + p.value.size(), 0, length - kHeaderBytes - p.value.size());
           pending[i] = {Object{*slot, p.value.size(), checksum, std::string(p.group)}, buffer};

@@ -52,6 +52,10 @@ struct SsdPut {
   // When set, the value must hash to it (the writer's checksum, common/checksum.h), else the
   // put is CORRUPT and nothing is written: a copy of bytes that changed under it is refused.
   std::optional<uint64_t> expected_checksum;
+  // With a group: how many objects the whole group has. A restart keeps a group only when it
+  // finds that many of its objects on the file (the most any of their headers names), so a
+  // crash mid-way through a group's puts leaves none of it. 0: no such rule.
+  uint32_t group_members = 0;
 };
 
 // What the tier holds of one object (what a restarted store announces to the master).
@@ -74,6 +78,7 @@ struct SsdTierStats {
   uint64_t hits = 0, misses = 0, corrupt = 0;
   uint64_t evicted_objects = 0;
   uint64_t restored_objects = 0;  // found on the file at Open
+  uint64_t incomplete_dropped = 0;  // found at Open in groups short of objects (dropped)
 };
 
 class SsdTier {

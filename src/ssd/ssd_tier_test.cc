@@ -1,6 +1,6 @@
 // SsdTier on real files: values round-trip; a group is evicted whole, least recently used
 // first; bytes changed on the file are caught (CORRUPT, dropped), never returned; a reopened
-// tier finds what it held and not what was removed or replaced.
+// tier finds what it held and not what was removed or replaced, and a group only whole.
 #include "ssd/ssd_tier.h"
 
 #include <fcntl.h>
@@ -177,6 +177,34 @@ TEST_F(SsdTierTest, AfterACrashBetweenAReplaceAndItsCleanUpTheNewestCopyWins) {
     auto tier = Open(4);
     EXPECT_EQ(tier->Keys(), std::vector<std::string>{"k"});
     EXPECT_EQ(std::get<0>(Read(*tier, "k")), newer);
+  }
+}
+
+// A crash mid-way through a group's demotion leaves part of it on the file: a reopened tier
+// keeps a group only when every object its headers count is there.
+TEST_F(SsdTierTest, AReopenedTierKeepsAGroupOnlyWhole) {
+  const auto a = Value(100, 20), b = Value(100, 21), c = Value(100, 22);
+  {
+    auto tier = Open(8);
+    const SsdPut cut[] = {{.key = "cut/0", .group = "cut", .value = a, .group_members = 3},
+                          {.key = "cut/1", .group = "cut", .value = b, .group_members = 3}};
+    for (const Status& s : tier->Put(cut)) ASSERT_TRUE(s.ok()) << s.ToString();
+    // A group demoted in two goes (its first two objects, then a third added later) is whole.
+    const SsdPut first[] = {{.key = "two/0", .group = "two", .value = a, .group_members = 2},
+                            {.key = "two/1", .group = "two", .value = b, .group_members = 2}};
+    for (const Status& s : tier->Put(first)) ASSERT_TRUE(s.ok()) << s.ToString();
+    const SsdPut later[] = {{.key = "two/2", .group = "two", .value = c, .group_members = 3}};
+    for (const Status& s : tier->Put(later)) ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(tier->Put("alone", "", c).ok());
+  }
+  for (int restart = 0; restart < 2; ++restart) {  // the second finds the cleared headers cleared
+    auto tier = Open(8);
+    std::vector<std::string> keys = tier->Keys();
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, (std::vector<std::string>{"alone", "two/0", "two/1", "two/2"}));
+    EXPECT_EQ(tier->stats().incomplete_dropped, restart == 0 ? 2u : 0u);
+    EXPECT_EQ(std::get<0>(Read(*tier, "two/2")), c);
+    EXPECT_EQ(std::get<1>(Read(*tier, "cut/0")), StatusCode::kNotFound);
   }
 }
 

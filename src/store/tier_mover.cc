@@ -77,7 +77,7 @@ void TierMover::Work() {
         refused[i] = "the entry lies outside the segment";
         continue;
       }
-      puts.push_back({e.key(), e.group(), segment_.subspan(e.offset(), e.length()), e.checksum()});
+      puts.push_back({e.key(), e.group(), segment_.subspan(e.offset(), e.length()), e.checksum(), e.group_members()});
       of.push_back(i);
     }
     const std::vector<Status> written = tier_->Put(puts);
