@@ -59,6 +59,9 @@ struct ReplayFlags {
   int warmup = 2;
   uint64_t seed = 1;
   uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
+  uint64_t ssd_tokens = 0;  // the embedded pool's SSD tier (0: none)
+  std::string ssd_dir;
+  double idle_cap_s = 300;
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
   std::string arrival;  // "": open for Mooncake traces, closed otherwise
   double rate_scale = 1;
@@ -224,6 +227,11 @@ int RunReplayCommand(const ReplayFlags& f) {
                        "--master/--pool/--pool-file\n");
     return 2;
   }
+  if (f.ssd_tokens > 0 && (pool->has_value() || !f.server_pool_files.empty())) {
+    fmt::print(stderr, "kvpool replay: --ssd-tokens sizes the embedded pool's SSD tier; an existing pool's stores "
+                       "have their own (kvpool store --ssd)\n");
+    return 2;
+  }
   std::vector<client::PoolParts> server_pools;
   if (!f.server_pool_files.empty()) {
     if (f.pool_scope == "shared") {
@@ -268,6 +276,9 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.max_requests = f.requests;
       o.replay.warmup_requests = f.warmup;
       o.replay.ramp_s = f.ramp_s;
+      o.replay.idle_cap_s = f.idle_cap_s;
+      o.ssd_tokens = f.ssd_tokens;
+      o.ssd_dir = f.ssd_dir;
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
@@ -427,6 +438,13 @@ void AddReplayCommand(CLI::App& app) {
   caps->add_option("--prefill-cache-tokens", f.prefill_cache_tokens, "GPU prefix cache per prefill instance");
   caps->add_option("--decode-kv-tokens", f.decode_kv_tokens, "KV tokens per decode instance (admission gate)");
   caps->add_option("--pool-tokens", f.pool_tokens, "pool capacity");
+  caps->add_option("--ssd-tokens", f.ssd_tokens,
+                   "an SSD tier of this many tokens under the embedded pool's DRAM (0: none; issue 17)");
+  cmd->add_option("--ssd-dir", f.ssd_dir, "folder for the embedded pool's SSD tier files (default: its temporary folder)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->callback([] { ExitCode() = RunReplayCommand(f); });
 }
 

@@ -30,6 +30,15 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   so.use_huge_pages = options.use_huge_pages;
   so.heartbeat_interval = options.heartbeat_interval;
   so.credentials.secret = options.secret;
+  if (options.ssd_bytes > 0) {
+    // One file per pool, named after its private folder, so that pools sharing ssd_dir never
+    // open each other's tier.
+    const std::filesystem::path where = options.ssd_dir.empty() ? pool->dir_ : std::filesystem::path(options.ssd_dir);
+    pool->ssd_file_ = where / (pool->dir_.filename().string() + ".ssd");
+    so.ssd_path = pool->ssd_file_.string();
+    so.ssd_bytes = options.ssd_bytes;
+    so.ssd_max_object_bytes = options.ssd_max_object_bytes;
+  }
   auto store = store::StorageService::Start(so);
   if (!store.ok()) return store.status();
   pool->store_ = std::move(store).value();
@@ -43,6 +52,7 @@ EmbeddedPool::~EmbeddedPool() {
   if (master_) master_->Shutdown();
   master_.reset();
   std::error_code ignored;
+  if (!ssd_file_.empty()) std::filesystem::remove(ssd_file_, ignored);
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
 }
 

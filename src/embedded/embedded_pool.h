@@ -33,6 +33,12 @@ struct EmbeddedPoolOptions {
   std::chrono::milliseconds heartbeat_interval{200};
   uint32_t part = 0;                            // the pool part the master (and its store) serve
   std::optional<SharedSecret> secret = {};      // the master and the store ask every caller for it
+  // An SSD tier under the segment (issue 17): the master demotes objects there instead of
+  // dropping them. 0: none. The file is created in `ssd_dir` (the private temporary folder
+  // when empty) and removed with the pool.
+  uint64_t ssd_bytes = 0;
+  uint64_t ssd_max_object_bytes = uint64_t{8} << 20;
+  std::string ssd_dir;
 };
 
 class EmbeddedPool {
@@ -51,6 +57,7 @@ class EmbeddedPool {
  private:
   EmbeddedPool() = default;
   std::filesystem::path dir_;
+  std::filesystem::path ssd_file_;  // empty without an SSD tier
   std::unique_ptr<master::MasterServer> master_;
   std::unique_ptr<store::StorageService> store_;
 };

@@ -4,6 +4,8 @@
 
 #include "common/byte_size.h"
 #include "embedded/embedded_pool.h"
+#include "master/master_server.h"
+#include "master/pool_metadata.h"
 
 namespace kvpool::replay {
 
@@ -14,13 +16,17 @@ PoolConnection::~PoolConnection() {
   embedded_.clear();
 }
 
-Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts) {
+Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts,
+                                                                     const EmbeddedSsd& ssd) {
   if (parts == 0) return InvalidArgument("an embedded pool needs at least one part");
   constexpr uint64_t kAlign = uint64_t{2} << 20;
   std::vector<std::unique_ptr<embedded::EmbeddedPool>> started;
   client::PoolParts list;
   embedded::EmbeddedPoolOptions eo;
   eo.memory_bytes = (memory_bytes / parts + kAlign - 1) / kAlign * kAlign;
+  eo.ssd_bytes = ssd.bytes / parts;
+  eo.ssd_max_object_bytes = ssd.max_object_bytes;
+  eo.ssd_dir = ssd.dir;
   for (uint32_t k = 0; k < parts; ++k) {
     eo.part = k;
     auto pool = embedded::EmbeddedPool::Start(eo);
@@ -35,7 +41,28 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
                                                 list.masters[0])
                                   : fmt::format("embedded pool of {} parts ({} each)", parts,
                                                 FormatByteSize(eo.memory_bytes));
+  if (eo.ssd_bytes > 0) (*p)->description_ += fmt::format(", SSD tier {} a part", FormatByteSize(eo.ssd_bytes));
   return p;
+}
+
+std::optional<PoolCounters> PoolConnection::counters() const {
+  if (embedded_.empty()) return std::nullopt;
+  PoolCounters sum;
+  for (const auto& part : embedded_) {
+    const master::PoolStats s = part->master().pool()->Stat();
+    sum += PoolCounters{.capacity_bytes = s.capacity_bytes,
+                        .ssd_capacity_bytes = s.tiers.ssd_capacity_bytes,
+                        .used_bytes = s.used_bytes,
+                        .ssd_used_bytes = s.tiers.ssd_used_bytes,
+                        .evicted_objects = s.evicted_objects,
+                        .demotions = s.tiers.demotions,
+                        .demotion_failures = s.tiers.demotion_failures,
+                        .promotions = s.tiers.promotions,
+                        .promotion_failures = s.tiers.promotion_failures,
+                        .ssd_hits = s.tiers.ssd_hits,
+                        .ssd_evictions = s.tiers.ssd_evictions};
+  }
+  return sum;
 }
 
 Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool,

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "client/client.h"
 #include "common/status.h"
 #include "connector/chunk_store.h"
+#include "replay/replay_metrics.h"
 
 namespace kvpool::embedded {
 class EmbeddedPool;
@@ -18,11 +20,19 @@ class EmbeddedPool;
 
 namespace kvpool::replay {
 
+// An SSD tier under every embedded part's segment (issue 17).
+struct EmbeddedSsd {
+  uint64_t bytes = 0;  // the tiers' files, all parts together; 0: none
+  uint64_t max_object_bytes = uint64_t{8} << 20;
+  std::string dir;  // where the files go; "": each part's temporary folder
+};
+
 class PoolConnection {
  public:
   // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
-  // huge pages needed).
-  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1);
+  // huge pages needed) and, with `ssd`, an SSD tier of ssd.bytes / parts.
+  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1,
+                                                               const EmbeddedSsd& ssd = {});
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
                                                          proto::RpcCredentials credentials = {});
   ~PoolConnection();
@@ -31,6 +41,8 @@ class PoolConnection {
 
   connector::ChunkStore* store() { return chunk_store_.get(); }
   const std::string& description() const { return description_; }
+  // The embedded masters' counters, all parts together; nullopt for an existing pool.
+  std::optional<PoolCounters> counters() const;
 
  private:
   PoolConnection() = default;

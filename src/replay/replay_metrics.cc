@@ -89,6 +89,21 @@ nlohmann::json PercentilesJson(const Percentiles& p) {
 
 }  // namespace
 
+PoolCounters& PoolCounters::operator+=(const PoolCounters& other) {
+  capacity_bytes += other.capacity_bytes;
+  ssd_capacity_bytes += other.ssd_capacity_bytes;
+  used_bytes += other.used_bytes;
+  ssd_used_bytes += other.ssd_used_bytes;
+  evicted_objects += other.evicted_objects;
+  demotions += other.demotions;
+  demotion_failures += other.demotion_failures;
+  promotions += other.promotions;
+  promotion_failures += other.promotion_failures;
+  ssd_hits += other.ssd_hits;
+  ssd_evictions += other.ssd_evictions;
+  return *this;
+}
+
 nlohmann::json SummaryToJson(const ReplaySummary& s) {
   nlohmann::json j;
   j["mode"] = s.mode;
@@ -148,6 +163,15 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
                                          {"bytes", s.deployment.rails.bytes},
                                          {"queued_s", s.deployment.rails.queued_s}}}};
+  if (s.pool_counters) {
+    const PoolCounters& c = *s.pool_counters;
+    j["pool_counters"] = {{"capacity_bytes", c.capacity_bytes},     {"ssd_capacity_bytes", c.ssd_capacity_bytes},
+                          {"used_bytes", c.used_bytes},             {"ssd_used_bytes", c.ssd_used_bytes},
+                          {"evicted_objects", c.evicted_objects},   {"demotions", c.demotions},
+                          {"demotion_failures", c.demotion_failures}, {"promotions", c.promotions},
+                          {"promotion_failures", c.promotion_failures}, {"ssd_hits", c.ssd_hits},
+                          {"ssd_evictions", c.ssd_evictions}};
+  }
   return j;
 }
 
@@ -190,6 +214,18 @@ std::string FormatSummary(const ReplaySummary& s) {
                        "{:.1f} s queued in all · {} router moves\n",
                        s.deployment.rails.bytes / 1e9, s.deployment.rails.transfers, s.deployment.rails.queued_s,
                        s.deployment.router_moves);
+  }
+  if (s.pool_counters) {  // the embedded pool's own counters
+    const PoolCounters& c = *s.pool_counters;
+    out += fmt::format("  pool            DRAM {:.2f} of {:.2f} GB used at the end · {} objects evicted for good "
+                       "(whole run)\n",
+                       c.used_bytes / 1e9, c.capacity_bytes / 1e9, c.evicted_objects);
+    if (c.ssd_capacity_bytes > 0) {
+      out += fmt::format("  SSD tier        {:.2f} of {:.2f} GB used · {} demoted ({} failed) · {} promoted ({} failed) · "
+                         "{} dropped by the tier\n",
+                         c.ssd_used_bytes / 1e9, c.ssd_capacity_bytes / 1e9, c.demotions, c.demotion_failures,
+                         c.promotions, c.promotion_failures, c.ssd_evictions);
+    }
   }
   out += fmt::format("  errors          verification {} · failed requests {}{} · restore fallbacks {} tokens\n",
                      s.verification_errors, s.failed_requests,

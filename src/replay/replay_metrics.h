@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -26,6 +27,18 @@ struct Percentiles {
   int64_t count = 0;
 };
 Percentiles ComputePercentiles(std::vector<double> values);
+
+// The embedded pool's own counters over the whole run (warm-up included): what its DRAM
+// evicted and what its SSD tier (issue 17) took and gave back.
+struct PoolCounters {
+  uint64_t capacity_bytes = 0, ssd_capacity_bytes = 0;
+  uint64_t used_bytes = 0, ssd_used_bytes = 0;  // at the end of the run
+  uint64_t evicted_objects = 0;  // dropped for good (from DRAM, or whole groups from both tiers)
+  uint64_t demotions = 0, demotion_failures = 0;
+  uint64_t promotions = 0, promotion_failures = 0;
+  uint64_t ssd_hits = 0, ssd_evictions = 0;
+  PoolCounters& operator+=(const PoolCounters& other);
+};
 
 struct ReplaySummary {
   std::string mode;  // "pool" | "no-pool"
@@ -76,6 +89,7 @@ struct ReplaySummary {
   uint64_t restore_fallback_tokens = 0;
   uint64_t verification_errors = 0;
   engine::DeploymentCounters deployment;
+  std::optional<PoolCounters> pool_counters;  // embedded pools only
 };
 
 // Summarizes `records` over the window [window_start_s, window_end_s].

@@ -1,6 +1,8 @@
 #include "replay/replay_run.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,8 +11,35 @@
 #include "engine/network_kv_handoff.h"
 #include "replay/open_loop_driver.h"
 #include "replay/pool_connection.h"
+#include "ssd/ssd_tier.h"
 
 namespace kvpool::replay {
+namespace {
+
+// The SSD tier of an embedded pool for `servers` servers' share of ssd_tokens (the DRAM
+// pool's rule: pool_share_per_server each), split over `parts`. The tier keeps one slot per
+// stage object: a 4 KiB header and the largest stage object rounded up to 4 KiB, so the file
+// is larger than the KV it holds (4x at the scaled geometry's 2 KiB objects, 0.1% at the
+// published geometry's ~3 MB ones); capacity is counted in tokens, like the DRAM pool's.
+EmbeddedSsd EmbeddedSsdFor(const ReplayRunOptions& options, int servers, uint32_t parts) {
+  EmbeddedSsd ssd;
+  if (options.ssd_tokens == 0) return ssd;
+  const connector::KvModelSpec& spec = options.geometry.spec;
+  constexpr uint64_t kBlock = 4096;  // the tier file's O_DIRECT alignment
+  uint64_t largest = 0;
+  for (uint32_t stage = 0; stage < spec.num_stages(); ++stage) {
+    largest = std::max(largest, spec.stage_object_bytes(stage));
+  }
+  ssd.max_object_bytes = (largest + kBlock - 1) / kBlock * kBlock;
+  const double tokens = static_cast<double>(options.ssd_tokens) * options.topology.pool_share_per_server * servers;
+  const auto chunks = static_cast<uint64_t>(std::ceil(tokens / spec.chunk_tokens));
+  const uint64_t slots_per_part = (chunks * spec.num_stages() + parts - 1) / parts;
+  ssd.bytes = slots_per_part * (ssd::SsdTier::kHeaderBytes + ssd.max_object_bytes) * parts;
+  ssd.dir = options.ssd_dir;
+  return ssd;
+}
+
+}  // namespace
 
 Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -53,6 +82,10 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     return InvalidArgument(fmt::format("a split pool on {} servers needs {} server pools, not {}", topology.servers,
                                        topology.servers, options.server_pools.size()));
   }
+  if (options.ssd_tokens > 0 && (options.pool || !options.server_pools.empty())) {
+    return InvalidArgument("an SSD tier size is for the embedded pools; an existing pool's stores have their own "
+                           "(kvpool store --ssd)");
+  }
   std::vector<std::unique_ptr<PoolConnection>> pools;  // one shared, or one per server
   if (options.use_pool) {
     // One server keeps its one-part pool; several split theirs by rail, as published.
@@ -61,7 +94,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     for (int k = 0; k < (split ? topology.servers : 1); ++k) {
       auto p = split && !options.server_pools.empty() ? PoolConnection::Connect(options.server_pools[k], options.credentials)
                : options.pool                         ? PoolConnection::Connect(*options.pool, options.credentials)
-                      : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts);
+                      : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts,
+                                                      EmbeddedSsdFor(options, split ? 1 : topology.servers, parts));
       if (!p.ok()) return p.status();
       spdlog::debug("replay: {}", (*p)->description());
       pools.push_back(std::move(p).value());
@@ -116,6 +150,9 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.handoff = handoff->name();
   s.traces_skipped = driver->traces_skipped();
   s.deployment = (*deployment)->counters(driver->window_start_s(), driver->window_end_s());
+  for (const auto& p : pools) {
+    if (const auto c = p->counters()) (s.pool_counters ? *s.pool_counters : s.pool_counters.emplace()) += *c;
+  }
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

@@ -44,6 +44,11 @@ struct ReplayRunOptions {
   double speedup = 0;    // 0: as fast as the real work allows
   bool use_pool = true;  // false: GPU prefix cache only
   std::optional<client::PoolParts> pool;  // nullopt = embedded pool(s) sized by geometry and topology
+  // Embedded pools only: an SSD tier of this many tokens under the DRAM pool (issue 17; 0:
+  // none), scaled per server like the geometry's pool_tokens, its files in ssd_dir ("": the
+  // pools' temporary folders).
+  uint64_t ssd_tokens = 0;
+  std::string ssd_dir;
   // A split pool on existing pools: one per server, in server order (empty: embedded ones).
   std::vector<client::PoolParts> server_pools;
   // What the replay brings to existing pools (--auth-file, --tls-ca); embedded pools need none.
