@@ -10,7 +10,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential g++ cmake ninja-build pkg-config git \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev liburing-dev zlib1g-dev libssl-dev openssl \
+  libcpp-httplib-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   python3 python3-numpy python3-pytest python3-pybind11 pybind11-dev python3-matplotlib \
-  redis-server memcached iproute2 iperf3 fio procps curl time etcd-server etcd-client \
+  redis-server memcached iproute2 iperf3 fio procps curl time etcd-server etcd-client systemd \
   clang-16 libclang-rt-16-dev >/dev/null

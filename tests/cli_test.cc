@@ -40,6 +40,14 @@ TEST(Cli, RejectsBadArgumentsWithTheReason) {
 
   r = Kvpool({"master", "--high-watermark", "7"});
   EXPECT_NE(r.exit_code, 0);
+
+  // An SSD tier size is the embedded pool's: an existing pool's stores bring their own.
+  r = Kvpool({"replay", "--synth", "4", "--master", "127.0.0.1:1", "--ssd-tokens", "1000000"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("kvpool store --ssd"), std::string::npos) << r.output;
+  r = Kvpool({"replay", "--synth", "4", "--ssd-dir", "/no/such/folder"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("/no/such/folder"), std::string::npos) << r.output;
 }
 
 TEST(Cli, UnreachableMasterIsAClearErrorNotAHang) {
@@ -266,6 +274,33 @@ TEST(Cli, ANamespaceQuotaEvictsOnlyItsOwnObjects) {
   for (const char* key : {"tenant-a/1", "tenant-a/2", "tenant-a/3", "tenant-b/kept"}) {
     EXPECT_EQ(Kvpool({"exists", key, "--master", master}).exit_code, 0) << key;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A role's flags from a configuration file (--config): the file's values, the command line's
+// over them, and a key that is no flag refused with the file, line and key, nothing started.
+TEST(Cli, AConfigurationFileSetsFlagsTheCommandLineWinsAndUnknownKeysAreRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-config-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "store.toml").string(), bad = (dir / "bad.toml").string();
+  std::ofstream(good) << "# a store\nmaster = \"127.0.0.1:1\"\nmemory = \"3GiB\"\nno-huge-pages = true\n";
+  std::ofstream(bad) << "master = \"127.0.0.1:1\"\n\nmemroy = \"3GiB\"\n";
+
+  CliRun r = Kvpool({"config", "print", "store", "--config", good});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("memory = \"3GiB\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("master = \"127.0.0.1:1\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no-huge-pages = true"), std::string::npos) << r.output;  // as the flag means it
+  r = Kvpool({"store", "--config", good, "--memory", "5GiB", "--print-config"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("memory = \"5GiB\""), std::string::npos) << r.output;
+
+  r = Kvpool({"store", "--config", bad});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad + ":3: memroy is not a flag of kvpool store"), std::string::npos) << r.output;
+  r = Kvpool({"master", "--config", (dir / "missing.toml").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("missing.toml"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
 }
 

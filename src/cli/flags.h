@@ -22,7 +22,8 @@ inline CLI::Option* AddByteSizeOption(CLI::App* app, const std::string& name, ui
             if (!bytes.ok()) throw CLI::ValidationError(name, bytes.status().message());
             target = *bytes;
           },
-          description + " (e.g. 64KiB, 1GiB; default " + FormatByteSize(target) + ")");
+          description + " (e.g. 64KiB, 1GiB; default " + FormatByteSize(target) + ")")
+      ->default_str(FormatByteSize(target));
 }
 
 // "HOST:PORT" with a numeric port in 0..65535.

@@ -1,8 +1,14 @@
 // kvpool: one binary for every role (master, store, all-in-one serve) and for users
-// (put/get/stat/bench). `kvpool --help` and `kvpool SUBCOMMAND --help` document the flags.
+// (put/get/stat/bench). `kvpool --help` and `kvpool SUBCOMMAND --help` document the flags;
+// the roles also read them from a file (--config, cli/config_file.h).
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/shutdown_signal.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +31,16 @@ int main(int argc, char** argv) {
   kvpool::cli::AddReplayCommand(app);
   kvpool::cli::AddReportCommand(app);
   kvpool::cli::AddCredentialCommand(app);
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> args = kvpool::cli::PrepareConfig(app, std::vector<std::string>(argv, argv + argc));
+  std::vector<char*> pointers;
+  for (std::string& arg : args) pointers.push_back(arg.data());
+  try {
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
+  } catch (const CLI::ConfigError& e) {  // a configuration file's bad key: say where
+    std::fprintf(stderr, "kvpool: %s\n", kvpool::cli::ExplainConfigError(e).c_str());
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   return kvpool::cli::ExitCode();
 }

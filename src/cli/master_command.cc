@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/flags.h"
 #include "cli/security_flags.h"
 #include "cli/shutdown_signal.h"
@@ -68,7 +69,9 @@ void AddMasterCommand(CLI::App& app) {
   static SecurityFlags security;
   AddMasterOptions(cmd, options);
   AddServerSecurityFlags(cmd, security);
-  cmd->callback([] {
+  AddConfigFile(cmd);
+  cmd->callback([cmd] {
+    if (PrintedConfig(cmd)) return;
     auto loaded = ServerSecurity(security);
     if (!loaded.ok()) {
       spdlog::error("cannot start the master: {}", loaded.status().ToString());

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/flags.h"
 #include "cli/pool_flags.h"
 #include "cli/trace_input.h"
@@ -445,7 +446,11 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->callback([] { ExitCode() = RunReplayCommand(f); });
+  AddConfigFile(cmd);
+  cmd->callback([cmd] {
+    if (PrintedConfig(cmd)) return;
+    ExitCode() = RunReplayCommand(f);
+  });
 }
 
 }  // namespace kvpool::cli

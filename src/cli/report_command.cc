@@ -2,8 +2,8 @@
 // concurrency, stacked prompt-token sources, TTFT p50/p90 — one line per mode.
 //   kvpool report RESULTS.json... --out DIR
 // The plotting is scripts/replay_report.py (matplotlib), run with /usr/bin/python3; this
-// command finds it in the source tree kvpool was built from (or at --script / the
-// KVPOOL_REPORT_SCRIPT environment variable) and passes the arguments through.
+// command finds it (ReportScript: installed beside the binary, or the source tree kvpool was
+// built from; --script and KVPOOL_REPORT_SCRIPT override) and passes the arguments through.
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,12 +29,20 @@ struct ReportFlags {
   std::string python = "/usr/bin/python3";
 };
 
+// The plotting script: --script, else $KVPOOL_REPORT_SCRIPT, else the copy `cmake --install`
+// put beside the binary (<prefix>/share/kvpool), else the source tree kvpool was built from.
+std::string ReportScript(const ReportFlags& f) {
+  if (!f.script.empty()) return f.script;
+  if (const char* env = std::getenv("KVPOOL_REPORT_SCRIPT")) return env;
+  std::error_code ignored;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ignored);
+  const std::filesystem::path installed = self.parent_path().parent_path() / "share" / "kvpool" / "replay_report.py";
+  if (!self.empty() && std::filesystem::exists(installed, ignored)) return installed.string();
+  return std::string(KVPOOL_SOURCE_DIR) + "/scripts/replay_report.py";
+}
+
 int RunReport(const ReportFlags& f) {
-  std::string script = f.script;
-  if (script.empty()) {
-    const char* env = std::getenv("KVPOOL_REPORT_SCRIPT");
-    script = env ? env : std::string(KVPOOL_SOURCE_DIR) + "/scripts/replay_report.py";
-  }
+  const std::string script = ReportScript(f);
   if (!std::filesystem::exists(script)) {
     fmt::print(stderr, "kvpool report: plotting script {} not found (set --script)\n", script);
     return 1;
@@ -70,7 +78,7 @@ void AddReportCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "PNG plots from `kvpool replay --json` results");
   cmd->add_option("results", f.results, "JSON files written by kvpool replay --json")->required()->check(CLI::ExistingFile);
   cmd->add_option("--out", f.out, "folder for the PNG files")->capture_default_str();
-  cmd->add_option("--script", f.script, "the plotting script (default: scripts/replay_report.py of the source tree)");
+  cmd->add_option("--script", f.script, "the plotting script (default: the installed share/kvpool/replay_report.py, else the source tree's scripts/)");
   cmd->add_option("--python", f.python, "Python with matplotlib")->capture_default_str();
   cmd->callback([] { ExitCode() = RunReport(f); });
 }

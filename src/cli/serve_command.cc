@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/flags.h"
 #include "cli/security_flags.h"
 #include "cli/shutdown_signal.h"
@@ -29,10 +30,13 @@ void AddServeCommand(CLI::App& app) {
   store_group->add_option("--store-listen", store_options.tcp_listen, "store transfer (tcp) address")
       ->check(HostPort())->capture_default_str();
   store_group->add_option("--shm-dir", store_options.shm_socket_dir, "folder for the shm unix socket")->capture_default_str();
-  store_group->add_flag("!--no-huge-pages", store_options.use_huge_pages, "back the segment with 4K pages only");
+  store_group->add_flag_function("--no-huge-pages", [](int64_t n) { store_options.use_huge_pages = n <= 0; },
+                                 "back the segment with 4K pages only");
   static SecurityFlags security;
   AddAuthFileFlag(cmd, security);
-  cmd->callback([] {
+  AddConfigFile(cmd);
+  cmd->callback([cmd] {
+    if (PrintedConfig(cmd)) return;
     auto secret = LoadPoolSecret(security.auth_file);
     if (!secret.ok()) {
       spdlog::error("kvpool serve: {}", secret.status().ToString());

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/flags.h"
 #include "cli/pool_flags.h"
 #include "cli/shutdown_signal.h"
@@ -26,12 +27,15 @@ void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
   cmd->add_option("--listen", o.tcp_listen, "transfer (tcp) address to listen on")->check(HostPort())->capture_default_str();
   cmd->add_option("--advertise-host", o.advertise_host, "host clients on other machines use to reach this store");
   cmd->add_option("--shm-dir", o.shm_socket_dir, "folder for the same-host (shm) unix socket")->capture_default_str();
-  cmd->add_flag("!--no-huge-pages", o.use_huge_pages, "back the segment with 4K pages only");
+  // Negative flags as functions, not "!--flag": a configuration file and --print-config then
+  // read `no-huge-pages = true` the way the command line means it (cli/config_file.h).
+  cmd->add_flag_function("--no-huge-pages", [&o](int64_t n) { o.use_huge_pages = n <= 0; },
+                         "back the segment with 4K pages only");
   cmd->add_option_function<int64_t>(
          "--heartbeat-interval-ms", [&o](int64_t ms) { o.heartbeat_interval = std::chrono::milliseconds(ms); },
          "how often to tell the master this store is alive (default 1000)")
       ->check(CLI::Range(10, 600'000));
-  cmd->add_flag("!--no-index", o.keep_index,
+  cmd->add_flag_function("--no-index", [&o](int64_t n) { o.keep_index = n <= 0; },
                 "keep no copy of the segment's index: puts do not wait for this store, and a master restart or "
                 "failover loses its objects (for measuring what the index costs)");
   cmd->add_option("--io-threads", o.io_threads, "tcp transfer threads")->check(CLI::Range(1, 64))->capture_default_str();
@@ -53,7 +57,9 @@ void AddStoreCommand(CLI::App& app) {
   AddByteSizeOption(cmd, "--ssd-size", options.ssd_bytes, "size of the SSD tier's file (with --ssd)");
   AddByteSizeOption(cmd, "--ssd-max-object", options.ssd_max_object_bytes,
                     "largest object the SSD tier takes (its slot size, a multiple of 4KiB)");
-  cmd->callback([] {
+  AddConfigFile(cmd);
+  cmd->callback([cmd] {
+    if (PrintedConfig(cmd)) return;
     auto pool = ResolvePool(pool_flags);
     if (pool.ok() && !pool->has_value())
       pool = InvalidArgument("name the pool: --master, --pool, --pool-file or --etcd");
