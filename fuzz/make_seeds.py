@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the targets whose inputs are binary records (master_request_fuzz,
-shm_reply_fuzz, handoff_piece_fuzz, auth_handshake_fuzz, tcp_frame_fuzz) and http_request_fuzz's
+shm_reply_fuzz, handoff_piece_fuzz, auth_handshake_fuzz, tcp_frame_fuzz) and http_endpoint_fuzz's
 requests into fuzz/corpus/<target>/.
 Each seed is a small valid input in the layout its target's header comment describes.
 Deterministic: rerunning it rewrites the same bytes.  usage: fuzz/make_seeds.py"""
@@ -93,11 +93,11 @@ write("master_request_fuzz", "timeouts",
       put_start([("t", 100, ""), ("u", 200, "")]) + time_passes(3000) + keys(PUT_END, ["t"]) +
       keys(PUT_REVOKE, ["u", "v"]) + keys(GET, ["t"]))
 
-# http_request_fuzz: what a scraper or a probe sends
-write("http_request_fuzz", "metrics", b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-write("http_request_fuzz", "health_head", b"HEAD /health?verbose=1 HTTP/1.0\r\n\r\n")
-write("http_request_fuzz", "post", b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
-write("http_request_fuzz", "no_slash", b"GET metrics HTTP/1.1\r\n\r\n")
+# http_endpoint_fuzz: what a scraper or a probe sends
+write("http_endpoint_fuzz", "metrics", b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+write("http_endpoint_fuzz", "health_head", b"HEAD /health?verbose=1 HTTP/1.0\r\n\r\n")
+write("http_endpoint_fuzz", "post", b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+write("http_endpoint_fuzz", "no_slash", b"GET metrics HTTP/1.1\r\n\r\n")
 
 # shm_reply_fuzz: flags u8 | u16 LE size per fd | the reply (transfer/shm_protocol.h)
 SHM_MAGIC = 0x5350564B

@@ -30,13 +30,14 @@ run_suite build
 configure build-asan -DCMAKE_BUILD_TYPE=Debug -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan
 
-# Debian's gRPC and abseil are not built with TSan, so tests that run a gRPC server or client
-# report races inside those libraries; TSan covers every unit test that does not, and the
+# Debian's gRPC and abseil (and cpp-httplib, under the /metrics endpoint) are not built with
+# TSan, so tests that run a gRPC server or client, or an endpoint, report races inside those
+# libraries; TSan covers every unit test that does not, and the
 # connector's restore and save engines run here against the master's core with no gRPC in the
 # path (the LocalPool suites, src/connector/test_local_pool.h).
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
 TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit \
-  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|OverGrpc/SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|Transports/ClientChecksumTest|ClientAuthTest|DeploymentTest|FourServerTest|ReplayEndToEndTest|SsdPoolTest)'
+  -E '^(MasterServer|StorageService|Layouts/RestoreEngineTest|Layouts/ShortLeaseRestoreTest|Layouts/PartsRestoreTest|OverGrpc/SaveEngineTest|PrefixLookupTest|PrefixLookupOverPartsTest|ClientPartsTest|Transports/ClientChecksumTest|ClientAuthTest|DeploymentTest|FourServerTest|ReplayEndToEndTest|SsdPoolTest|MetricsEndpoint|MetricsEndpointTest)'
 # Every decoder of outside bytes under libFuzzer (ASan + UBSan), 15 s each: a regression net.
 echo "== fuzzing (scripts/fuzz.sh 15)"
 ./scripts/fuzz.sh 15

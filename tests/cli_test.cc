@@ -277,6 +277,29 @@ TEST(Cli, ANamespaceQuotaEvictsOnlyItsOwnObjects) {
   std::filesystem::remove_all(dir);
 }
 
+// kvpool top against a real pool: frames with the part, its fill and rates, and the segment;
+// it ends after --iterations frames (Ctrl-C otherwise).
+TEST(Cli, TopShowsThePoolFrameByFrame) {
+  PoolCluster cluster({.stores = 1, .store_memory = "16MiB"});
+  auto c = cluster.ConnectWhenReady(1);
+  ASSERT_TRUE(c) << cluster.Logs();
+  const std::string value(1 << 20, 'v');
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(c->Put("top/" + std::to_string(i), std::as_bytes(std::span(value))).ok());
+  CliRun r = Kvpool({"top", "--master", cluster.master_address(), "--iterations", "2", "--interval", "0.1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t frames = 0;
+  for (size_t at = 0; (at = r.output.find("kvpool top · 1 part · 1 segment · 4 MiB of 16 MiB used (25.0%) · 4 objects", at)) !=
+                      std::string::npos;
+       ++at) {
+    ++frames;
+  }
+  EXPECT_EQ(frames, 2u) << r.output;
+  EXPECT_NE(r.output.find("part 0 segment"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("   25.0%          4 "), std::string::npos) << r.output;  // the part's fill, objects
+  r = Kvpool({"top", "--master", "127.0.0.1:1", "--iterations", "1", "--timeout-ms", "300"});
+  EXPECT_NE(r.exit_code, 0);
+}
+
 // A role's flags from a configuration file (--config): the file's values, the command line's
 // over them, and a key that is no flag refused with the file, line and key, nothing started.
 TEST(Cli, AConfigurationFileSetsFlagsTheCommandLineWinsAndUnknownKeysAreRefused) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The deployment files in deploy/ are what an operator installs, so they are checked as such:
 # every example configuration is read by the role it is for (`kvpool config print ROLE
-# --config FILE`: an unknown key or a bad value fails), and every systemd unit passes
-# `systemd-analyze verify` with its ExecStart pointed at the built binary.
+# --config FILE`: an unknown key or a bad value fails), every systemd unit passes
+# `systemd-analyze verify` with its ExecStart pointed at the built binary, and every metric the
+# Grafana dashboard draws is one a real master and a real store (with an SSD tier) export.
 # usage: deploy_files_test.sh KVPOOL_BINARY SOURCE_DIR
 set -euo pipefail
 KVPOOL=$(realpath "$1") SRC=$2
@@ -27,4 +28,31 @@ done
 # verify's rc misses some mistakes (an unknown key is only a warning): any output is a failure.
 out=$(cd "$units" && systemd-analyze verify ./*.service 2>&1) || fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify: $out"
-echo "deploy files: $checked configurations read, $(ls "$units" | wc -l) units verified"
+
+# The dashboard against what the processes export.
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$units" "$work"' EXIT
+port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+grpc=$(port) master_http=$(port) store_http=$(port)
+"$KVPOOL" master --listen "127.0.0.1:$grpc" --metrics-listen "127.0.0.1:$master_http" >"$work/master.log" 2>&1 &
+pids+=($!)
+"$KVPOOL" store --master "127.0.0.1:$grpc" --memory 32MiB --no-huge-pages --shm-dir "$work" --ssd "$work/tier" \
+  --ssd-size 16MiB --ssd-max-object 1MiB --metrics-listen "127.0.0.1:$store_http" >"$work/store.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do  # until the store says it is mounted (or 20 s)
+  curl -s "http://127.0.0.1:$store_http/metrics" 2>/dev/null | grep -q '^kvpool_store_mounted{.*} 1$' && break
+  sleep 0.2
+done
+exported=$(curl -sf "http://127.0.0.1:$master_http/metrics"; curl -sf "http://127.0.0.1:$store_http/metrics") ||
+  fail "cannot read /metrics: $(cat "$work/master.log" "$work/store.log")"
+grep -q '^kvpool_store_mounted{.*} 1$' <<<"$exported" || fail "the store did not mount: $(cat "$work/store.log")"
+drawn=$(/usr/bin/python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+print("\n".join(sorted({m for p in d["panels"] for t in p["targets"] for m in re.findall(r"kvpool_[a-z_]+", t["expr"])})))
+' "$SRC/deploy/grafana/kvpool.json") || fail "deploy/grafana/kvpool.json is not a dashboard"
+for m in $drawn; do
+  grep -qE "^$m(\{| )" <<<"$exported" || fail "the dashboard draws $m, which neither the master nor the store exports"
+done
+echo "deploy files: $checked configurations read, $(ls "$units" | wc -l) units verified, $(wc -w <<<"$drawn") dashboard metrics exported"

@@ -15,6 +15,7 @@ void AddTraceCommand(CLI::App& app);    // kvpool trace synth / stats
 void AddReplayCommand(CLI::App& app);   // kvpool replay (agent-trace replay on an emulated P/D deployment)
 void AddReportCommand(CLI::App& app);   // kvpool report (plots from replay results)
 void AddCredentialCommand(CLI::App& app);  // kvpool credential issue (a tenant's credential)
+void AddTopCommand(CLI::App& app);      // kvpool top (a live view of the pool)
 
 // Set by the chosen subcommand's callback; main returns it.
 int& ExitCode();

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   kvpool::cli::AddReplayCommand(app);
   kvpool::cli::AddReportCommand(app);
   kvpool::cli::AddCredentialCommand(app);
+  kvpool::cli::AddTopCommand(app);
   std::vector<std::string> args = kvpool::cli::PrepareConfig(app, std::vector<std::string>(argv, argv + argc));
   std::vector<char*> pointers;
   for (std::string& arg : args) pointers.push_back(arg.data());

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <cerrno>
+
 namespace kvpool::cli {
 namespace {
 
@@ -36,6 +38,19 @@ int WaitForShutdownSignal() {
   for (;;) {
     const int sig = WaitForAny();
     if (sig != SIGUSR2) return sig;  // only fault-hook builds wait for it; roles without a hook ignore it
+  }
+}
+
+int WaitForShutdownSignalFor(long ms) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec wait{ms / 1000, (ms % 1000) * 1'000'000};
+  for (;;) {
+    const int sig = sigtimedwait(&set, nullptr, &wait);
+    if (sig > 0) return sig;
+    if (errno == EAGAIN) return 0;  // EINTR: another signal; wait on (for the whole time again)
   }
 }
 

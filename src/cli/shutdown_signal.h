@@ -9,6 +9,9 @@ void BlockShutdownSignals();
 
 // Waits until SIGINT or SIGTERM arrives; returns its number.
 int WaitForShutdownSignal();
+// The same, for at most `ms` milliseconds: 0 when none came in that time (kvpool top's pause
+// between refreshes, which Ctrl-C ends at once).
+int WaitForShutdownSignalFor(long ms);
 
 #ifdef KVPOOL_FAULT_HOOKS
 // Fault-hook builds (-DKVPOOL_FAULT_HOOKS=ON): SIGUSR2 is blocked too, and this waits for it

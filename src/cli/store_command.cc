@@ -54,6 +54,9 @@ void AddStoreCommand(CLI::App& app) {
   cmd->add_option("--ssd", options.ssd_path,
                   "file of an SSD tier under the segment: the master demotes objects there instead of evicting "
                   "them, and a store restarted on the same file brings them back (allocated whole, O_DIRECT)");
+  cmd->add_option("--metrics-listen", options.metrics_listen,
+                  "HTTP address for this store's /metrics and /health (e.g. 127.0.0.1:9465; \"\" for none)")
+      ->capture_default_str();
   AddByteSizeOption(cmd, "--ssd-size", options.ssd_bytes, "size of the SSD tier's file (with --ssd)");
   AddByteSizeOption(cmd, "--ssd-max-object", options.ssd_max_object_bytes,
                     "largest object the SSD tier takes (its slot size, a multiple of 4KiB)");

@@ -9,7 +9,8 @@
 #include <random>
 
 #include "master/active_pool.h"
-#include "master/http_server.h"
+#include "common/host_port.h"
+#include "http/metrics_endpoint.h"
 #include "master/leadership.h"
 #include "master/master_service.h"
 #include "master/pool_metadata.h"
@@ -96,7 +97,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
                                                           Clock* clock) {
   KVPOOL_RETURN_IF_ERROR(ValidateOptions(options));
   std::string host;
-  int requested_port = 0;
+  uint16_t requested_port = 0;
   KVPOOL_RETURN_IF_ERROR(SplitHostPort(options.listen, &host, &requested_port));
 
   auto credentials = proto::ServerCredentialsFor(options.security);
@@ -156,11 +157,11 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
 
   if (!options.metrics_listen.empty()) {
     MasterServer* s = server.get();
-    auto http = HttpServer::Start(options.metrics_listen, [s](std::string_view path) {
-      HttpResponse response;
+    auto http = http::MetricsEndpoint::Start(options.metrics_listen, [s](std::string_view path) {
+      http::HttpResponse response;
       const std::shared_ptr<PoolMetadata> pool = s->pool();
       if (path == "/metrics") {
-        response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        response.content_type = http::kPrometheusContentType;
         // A standby serves no pool: its pool figures are zero.
         AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, &response.body);
         if (const Leadership* l = s->leadership_.get()) {

@@ -23,11 +23,13 @@
 namespace grpc {
 class Server;
 }
+namespace kvpool::http {
+class MetricsEndpoint;
+}
 
 namespace kvpool::master {
 
 class ActivePool;
-class HttpServer;
 class Leadership;
 class MasterService;
 class PoolMetadata;
@@ -117,7 +119,7 @@ class MasterServer {
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
-  std::unique_ptr<HttpServer> http_server_;
+  std::unique_ptr<http::MetricsEndpoint> http_server_;
   std::string address_;
 
   std::mutex mu_;

@@ -2,29 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "http/prometheus_text.h"
+
 namespace kvpool::master {
 
-std::string EscapeLabelValue(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+using http::EscapeLabelValue;
 
 void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
-  auto metric = [out](std::string_view name, std::string_view type, std::string_view help,
-                      uint64_t value) {
-    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, help, type, value));
+  auto metric = [out](std::string_view name, std::string_view type, std::string_view help, uint64_t value) {
+    http::AppendMetric(out, name, type, help, value);
   };
   metric("kvpool_master_objects", "gauge", "Objects in the index (pending and complete).",
          stats.objects);

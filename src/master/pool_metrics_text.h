@@ -8,9 +8,6 @@
 
 namespace kvpool::master {
 
-// Escapes a label value per the Prometheus text format (backslash, quote, newline).
-std::string EscapeLabelValue(std::string_view value);
-
 // Appends gauges and counters describing `stats`.
 void AppendPoolMetrics(const PoolStats& stats, std::string* out);
 

@@ -1,8 +1,8 @@
 // The SSD tier in the pool (issue 17): a real master, a real storage service with an SSD tier
 // on a real file, and the real client. Objects that pass the segment's watermark are demoted
 // to SSD rather than dropped, read back through the pool with the bytes they were put with, a
-// flipped bit on the file is a miss (never bytes), and a store restarted on its file brings
-// its SSD objects back.
+// flipped bit on the file is a miss (never bytes), a store restarted on its file brings its
+// SSD objects back, and the store's /metrics says what its tier did.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "http/test_http_client.h"
 #include "common/clock.h"
 #include "master/master_server.h"
 #include "master/pool_metadata.h"
@@ -74,6 +75,7 @@ class SsdPoolTest : public ::testing::Test {
     o.ssd_path = (dir_ / "tier").string();
     o.ssd_bytes = 64 << 20;
     o.ssd_max_object_bytes = kObject;
+    o.metrics_listen = "127.0.0.1:0";
     auto started = StorageService::Start(o);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     store_ = std::move(started).value();
@@ -119,6 +121,23 @@ TEST_F(SsdPoolTest, ObjectsPastTheWatermarkAreDemotedNotDroppedAndReadBackWhole)
   }
   EXPECT_GE(Tiers().promotions, 1u);
   EXPECT_EQ(Tiers().promotion_failures, 0u);
+  // The store's own /metrics says what its tier did (at least what the master had counted of
+  // it before the reads above, which may have demoted more).
+  const std::string metrics = http::testing::HttpGet(store_->metrics_port(), "/metrics");
+  auto value_of = [&](const std::string& name) -> uint64_t {
+    const std::string series = name + "{store=\"ssd-store\"} ";
+    const size_t at = metrics.find("\n" + series);
+    EXPECT_NE(at, std::string::npos) << series << "\n" << metrics;
+    return at == std::string::npos ? 0 : std::stoull(metrics.substr(at + 1 + series.size()));
+  };
+  const uint64_t demotions = value_of("kvpool_store_ssd_demotions_total");
+  EXPECT_GE(demotions, tiers.demotions);
+  EXPECT_EQ(value_of("kvpool_store_ssd_written_bytes_total"), demotions * kObject);
+  EXPECT_GE(value_of("kvpool_store_ssd_promotions_total"), 1u);
+  EXPECT_EQ(value_of("kvpool_store_ssd_promotion_failures_total"), 0u);
+  EXPECT_EQ(value_of("kvpool_store_ssd_capacity_bytes"), store_->ssd()->capacity_bytes());
+  EXPECT_EQ(value_of("kvpool_store_mounted"), 1u);
+  EXPECT_EQ(http::testing::HttpGet(store_->metrics_port(), "/health").rfind("HTTP/1.1 200 OK", 0), 0u);
 }
 
 TEST_F(SsdPoolTest, AFlippedBitOnTheSsdIsAMissNeverBytes) {

@@ -1,5 +1,8 @@
 #include "store/storage_service.h"
 
+#include "http/metrics_endpoint.h"
+#include "store/store_metrics_text.h"
+
 #include "etcd/etcd_client.h"
 
 #include <unistd.h>
@@ -165,8 +168,27 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
+  if (!options.metrics_listen.empty()) {
+    auto metrics = http::MetricsEndpoint::Start(options.metrics_listen, [s = service.get()](std::string_view path) {
+      http::HttpResponse response;
+      if (path == "/metrics") {
+        response.content_type = http::kPrometheusContentType;
+        AppendStoreMetrics(*s, &response.body);
+      } else if (path == "/health") {
+        response.body = s->segment_id() != 0 ? "ok\n" : "ok (not mounted)\n";
+      } else {
+        response.status = 404;
+        response.body = "not found; try /metrics or /health\n";
+      }
+      return response;
+    });
+    if (!metrics.ok()) return metrics.status();
+    service->metrics_ = std::move(metrics).value();
+  }
   return service;
 }
+
+int StorageService::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
 StorageService::~StorageService() { Stop(); }
 
@@ -387,6 +409,7 @@ void StorageService::Stop() {
   std::lock_guard stop_lock(stop_mu_);
   if (stopped_) return;
   stopped_ = true;
+  if (metrics_) metrics_->Shutdown();  // it reads what the rest of Stop takes down
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

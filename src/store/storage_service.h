@@ -37,6 +37,10 @@
 #include "store/tier_mover.h"
 #include "transfer/segment_server.h"
 
+namespace kvpool::http {
+class MetricsEndpoint;
+}
+
 namespace kvpool::store {
 
 struct StorageOptions {
@@ -67,6 +71,8 @@ struct StorageOptions {
   std::string ssd_path;
   uint64_t ssd_bytes = 0;
   uint64_t ssd_max_object_bytes = uint64_t{8} << 20;
+  // HTTP address of the store's /metrics and /health ("" for none; store/store_metrics_text.h).
+  std::string metrics_listen;
   // The pool's secret (proven to the master, and demanded of every client of the segment's
   // tcp and shm sockets) and the master's TLS CA.
   proto::RpcCredentials credentials;
@@ -103,6 +109,8 @@ class StorageService {
   const SegmentIndex& index() const { return index_; }
   // The SSD tier; null without one.
   const TierMover* ssd() const { return ssd_.get(); }
+  // The port of /metrics and /health; 0 without metrics_listen.
+  int metrics_port() const;
 
   // Unmounts on the master (best-effort, bounded by rpc_timeout), stops serving and removes
   // the unix socket. Idempotent and thread-safe; returns once everything has stopped.
@@ -136,6 +144,7 @@ class StorageService {
   std::unique_ptr<TierMover> ssd_;  // reads and writes memory_: declared after it, gone before it
   std::unique_ptr<transfer::SegmentServer> server_;
   std::unique_ptr<MountClient> master_;
+  std::unique_ptr<http::MetricsEndpoint> metrics_;  // reads the members above: stopped first
 
   std::atomic<uint64_t> segment_id_{0};
   std::atomic<uint64_t> remounts_{0};

@@ -1,5 +1,7 @@
 #include "store/tier_mover.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -80,14 +82,24 @@ void TierMover::Work() {
       puts.push_back({e.key(), e.group(), segment_.subspan(e.offset(), e.length()), e.checksum(), e.group_members()});
       of.push_back(i);
     }
+    const auto started = std::chrono::steady_clock::now();
     const std::vector<Status> written = tier_->Put(puts);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    uint64_t written_bytes = 0;
     for (size_t j = 0; j < written.size(); ++j) {
-      if (!written[j].ok()) refused[of[j]] = written[j].ToString();
+      if (!written[j].ok()) {
+        refused[of[j]] = written[j].ToString();
+      } else {
+        written_bytes += puts[j].value.size();
+      }
     }
     lock.lock();
+    moved_.demote_seconds += seconds;
+    moved_.demoted_bytes += written_bytes;
     for (size_t i = 0; i < batch.size(); ++i) {
       proto::TierReport& r = reports_.emplace_back();
       r.set_kind(refused[i].empty() ? proto::TierReport::DEMOTED : proto::TierReport::DEMOTE_FAILED);
+      ++(refused[i].empty() ? moved_.demoted : moved_.demote_failed);
       r.set_key(batch[i].key());
       r.set_put_id(batch[i].put_id());
       r.set_message(refused[i]);
@@ -118,7 +130,9 @@ std::vector<bool> TierMover::Promote(std::span<const proto::IndexEntry* const> e
     gets.push_back({e.key(), segment_.subspan(e.offset(), e.length())});
     of.push_back(i);
   }
+  const auto started = std::chrono::steady_clock::now();
   const auto got = tier_->Get(gets);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (size_t j = 0; j < got.size(); ++j) {
     const proto::IndexEntry& e = *entries[of[j]];
     if (!got[j].ok()) {
@@ -131,8 +145,14 @@ std::vector<bool> TierMover::Promote(std::span<const proto::IndexEntry* const> e
     }
   }
   std::lock_guard lock(mu_);
+  moved_.promote_seconds += seconds;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (loaded[i]) continue;
+    if (loaded[i]) {
+      ++moved_.promoted;
+      moved_.promoted_bytes += entries[i]->length();
+      continue;
+    }
+    ++moved_.promote_failed;
     spdlog::warn("SSD tier: cannot load {} into the segment: {}", entries[i]->key(), why[i]);
     proto::TierReport& r = reports_.emplace_back();
     r.set_kind(proto::TierReport::PROMOTE_FAILED);
@@ -144,6 +164,11 @@ std::vector<bool> TierMover::Promote(std::span<const proto::IndexEntry* const> e
 }
 
 void TierMover::DropFromSsd(const std::string& key) { (void)tier_->Remove(key); }
+
+TierMoverStats TierMover::mover_stats() const {
+  std::lock_guard lock(mu_);
+  return moved_;
+}
 
 std::vector<proto::TierReport> TierMover::TakeReports() {
   std::lock_guard lock(mu_);

@@ -37,6 +37,15 @@ struct TierMoverOptions {
   uint64_t max_value_bytes = uint64_t{8} << 20;  // the largest object it takes (its slot size)
 };
 
+// What the mover did since it opened (the store's /metrics): objects and bytes moved each
+// way, and the seconds the tier's file spent on them (bytes / seconds: its GB/s while busy).
+struct TierMoverStats {
+  uint64_t demoted = 0, demote_failed = 0, demoted_bytes = 0;
+  double demote_seconds = 0;
+  uint64_t promoted = 0, promote_failed = 0, promoted_bytes = 0;
+  double promote_seconds = 0;
+};
+
 class TierMover {
  public:
   // Opens the tier (rebuilding what is on the file) over `segment`, the store's memory.
@@ -60,6 +69,7 @@ class TierMover {
   // The tier's objects as index entries with on_ssd, for a mount or a rejoin.
   void AppendObjects(proto::MountSegmentRequest* request) const;
   ssd::SsdTierStats stats() const { return tier_->stats(); }
+  TierMoverStats mover_stats() const;
 
  private:
   TierMover(std::unique_ptr<ssd::SsdTier> tier, std::span<std::byte> segment);
@@ -74,6 +84,7 @@ class TierMover {
   std::deque<proto::IndexEntry> queue_;        // demotions to do; guarded by mu_
   std::vector<proto::TierReport> reports_;     // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_
+  TierMoverStats moved_;                       // guarded by mu_
   std::thread worker_;
 };
 

@@ -13,24 +13,6 @@
 
 namespace kvpool::transfer {
 
-Status SplitHostPort(std::string_view address, std::string* host, uint16_t* port) {
-  size_t colon = address.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == address.size()) {
-    return InvalidArgument(fmt::format("address '{}' is not host:port", address));
-  }
-  std::string_view h = address.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  uint32_t p = 0;
-  for (char c : address.substr(colon + 1)) {
-    if (c < '0' || c > '9') return InvalidArgument(fmt::format("bad port in '{}'", address));
-    p = p * 10 + static_cast<uint32_t>(c - '0');
-    if (p > 65535) return InvalidArgument(fmt::format("port out of range in '{}'", address));
-  }
-  *host = std::string(h);
-  *port = static_cast<uint16_t>(p);
-  return Status::Ok();
-}
-
 Result<SocketAddress> ResolveTcpAddress(std::string_view address) {
   std::string host;
   uint16_t port = 0;

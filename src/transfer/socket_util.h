@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/host_port.h"  // SplitHostPort
 #include "common/status.h"
 #include "transfer/unique_fd.h"
 
@@ -19,9 +20,6 @@ struct SocketAddress {
   socklen_t length = 0;
   const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
 };
-
-// Splits "host:port" ("[::1]:80" for IPv6). Port must be 0..65535.
-Status SplitHostPort(std::string_view address, std::string* host, uint16_t* port);
 
 // Resolves "host:port" to one address (numeric hosts never touch DNS).
 Result<SocketAddress> ResolveTcpAddress(std::string_view address);

@@ -1,0 +1,44 @@
+#include "http/prometheus_text.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::http {
+namespace {
+
+template <typename T>
+void Append(std::string* out, std::string_view name, std::string_view type, std::string_view help, T value,
+            std::string_view labels) {
+  out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0}{3}{4}{5} {6}\n", name, help, type,
+                          labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", value));
+}
+
+}  // namespace
+
+void AppendMetric(std::string* out, std::string_view name, std::string_view type, std::string_view help,
+                  uint64_t value, std::string_view labels) {
+  Append(out, name, type, help, value, labels);
+}
+
+void AppendMetric(std::string* out, std::string_view name, std::string_view type, std::string_view help,
+                  double value, std::string_view labels) {
+  Append(out, name, type, help, value, labels);
+}
+
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace kvpool::http
