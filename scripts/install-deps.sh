@@ -13,5 +13,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcpp-httplib-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   python3 python3-numpy python3-pytest python3-pybind11 pybind11-dev python3-matplotlib \
-  redis-server memcached iproute2 iperf3 fio procps curl time etcd-server etcd-client systemd \
+  redis-server memcached iproute2 iperf3 fio procps curl time etcd-server etcd-client systemd chromium \
   clang-16 libclang-rt-16-dev >/dev/null

@@ -1,6 +1,7 @@
-// kvpool report: PNG plots from `kvpool replay --json` results — throughput per GPU by
+// kvpool report: one HTML page (report.html: the run table and every plot, needing nothing
+// else to open) and PNG plots from `kvpool replay --json` results — throughput per GPU by
 // concurrency, stacked prompt-token sources, TTFT p50/p90 — one line per mode.
-//   kvpool report RESULTS.json... --out DIR
+//   kvpool report RESULTS.json... --out DIR [--published]
 // The plotting is scripts/replay_report.py (matplotlib), run with /usr/bin/python3; this
 // command finds it (ReportScript: installed beside the binary, or the source tree kvpool was
 // built from; --script and KVPOOL_REPORT_SCRIPT override) and passes the arguments through.
@@ -27,6 +28,7 @@ struct ReportFlags {
   std::string out = "replay-report";
   std::string script;
   std::string python = "/usr/bin/python3";
+  bool published = false;
 };
 
 // The plotting script: --script, else $KVPOOL_REPORT_SCRIPT, else the copy `cmake --install`
@@ -48,6 +50,7 @@ int RunReport(const ReportFlags& f) {
     return 1;
   }
   std::vector<std::string> args = {f.python, script, "--out", f.out};
+  if (f.published) args.emplace_back("--published");
   args.insert(args.end(), f.results.begin(), f.results.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -75,9 +78,10 @@ int RunReport(const ReportFlags& f) {
 
 void AddReportCommand(CLI::App& app) {
   static ReportFlags f;
-  auto* cmd = app.add_subcommand("report", "PNG plots from `kvpool replay --json` results");
+  auto* cmd = app.add_subcommand("report", "An HTML page and PNG plots from `kvpool replay --json` results");
   cmd->add_option("results", f.results, "JSON files written by kvpool replay --json")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--out", f.out, "folder for the PNG files")->capture_default_str();
+  cmd->add_option("--out", f.out, "folder for report.html and the PNG files")->capture_default_str();
+  cmd->add_flag("--published", f.published, "draw the published single-server figures beside ours");
   cmd->add_option("--script", f.script, "the plotting script (default: the installed share/kvpool/replay_report.py, else the source tree's scripts/)");
   cmd->add_option("--python", f.python, "Python with matplotlib")->capture_default_str();
   cmd->callback([] { ExitCode() = RunReport(f); });
