@@ -63,6 +63,7 @@ struct ReplayFlags {
   uint64_t ssd_tokens = 0;  // the embedded pool's SSD tier (0: none)
   std::string ssd_dir;
   double idle_cap_s = 300;
+  std::string metrics_listen;  // "": no /metrics
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
   std::string arrival;  // "": open for Mooncake traces, closed otherwise
   double rate_scale = 1;
@@ -280,6 +281,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.idle_cap_s = f.idle_cap_s;
       o.ssd_tokens = f.ssd_tokens;
       o.ssd_dir = f.ssd_dir;
+      o.metrics_listen = f.metrics_listen;
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
@@ -443,6 +445,9 @@ void AddReplayCommand(CLI::App& app) {
                    "an SSD tier of this many tokens under the embedded pool's DRAM (0: none; issue 17)");
   cmd->add_option("--ssd-dir", f.ssd_dir, "folder for the embedded pool's SSD tier files (default: its temporary folder)")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--metrics-listen", f.metrics_listen,
+                  "HTTP address for the run's /metrics (the connectors' counters and latency histograms), e.g. "
+                  "127.0.0.1:9466");
   cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

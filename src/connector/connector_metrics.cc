@@ -1,5 +1,7 @@
 #include "connector/connector_metrics.h"
 
+#include "common/prometheus_text.h"
+
 namespace kvpool::connector {
 
 std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
@@ -30,6 +32,24 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
   add("save_objects_failed", save_objects_failed);
   add("save_bytes", save_bytes);
   return m;
+}
+
+void ConnectorMetrics::AppendPrometheus(std::span<const ConnectorMetrics* const> connectors, std::string* out,
+                                        std::string_view labels) {
+  std::map<std::string, uint64_t> sums;
+  LatencyHistogram lookup, restore;
+  for (const ConnectorMetrics* c : connectors) {
+    for (const auto& [name, value] : c->Snapshot()) sums[name] += value;
+    lookup.Add(c->lookup_seconds);
+    restore.Add(c->restore_seconds);
+  }
+  for (const auto& [name, value] : sums) {
+    AppendMetric(out, name + "_total", "counter", "What the connector did (connector/connector_metrics.h).", value,
+                 labels);
+  }
+  lookup.AppendTo(out, "kvpool_connector_lookup_seconds", "One prefix lookup's round trip to the masters.", labels);
+  restore.AppendTo(out, "kvpool_connector_restore_seconds",
+                   "A restore from submit to its outcome (every stage done, or fallen back).", labels);
 }
 
 }  // namespace kvpool::connector

@@ -1,11 +1,16 @@
-// ConnectorMetrics: counters of what the connector did, for /metrics-style export and tests.
-// Every field only grows; read any time from any thread.
+// ConnectorMetrics: counters and latency histograms of what the connector did, for a
+// process's /metrics (AppendPrometheus) and tests. Every field only grows; read any time from
+// any thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <span>
+#include <string_view>
+
+#include "common/latency_histogram.h"
 
 namespace kvpool::connector {
 
@@ -41,9 +46,18 @@ struct ConnectorMetrics {
   std::atomic<uint64_t> save_objects_skipped{0};       // already in the pool
   std::atomic<uint64_t> save_objects_failed{0};
   std::atomic<uint64_t> save_bytes{0};
+  // Wall-clock latencies: one lookup's round trip (all stages' keys at once); a restore from
+  // Submit to its outcome (all stages done, or fallen back).
+  LatencyHistogram lookup_seconds;
+  LatencyHistogram restore_seconds;
 
-  // name -> value, names as above prefixed "kvpool_connector_".
+  // name -> value of the counters, names as above prefixed "kvpool_connector_".
   std::map<std::string, uint64_t> Snapshot() const;
+  // Prometheus text of several connectors summed (a process's prefill instances): each counter
+  // as kvpool_connector_<name>_total, the histograms as kvpool_connector_lookup_seconds and
+  // _restore_seconds; `labels` as in AppendMetric.
+  static void AppendPrometheus(std::span<const ConnectorMetrics* const> connectors, std::string* out,
+                               std::string_view labels = {});
 };
 
 }  // namespace kvpool::connector

@@ -1,5 +1,7 @@
 #include "connector/prefix_lookup.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 namespace kvpool::connector {
@@ -27,8 +29,12 @@ Result<PrefixHit> FindCachedPrefix(ChunkStore& store, const KvNamespace& ns, std
       keys.push_back(StageObjectKey(ns, hit.chunk_keys[hit.first_chunk + i], s));
     }
   }
+  const auto asked = std::chrono::steady_clock::now();
   hit.lookup = store.Lookup(keys);
-  if (metrics) metrics->lookups.fetch_add(1, std::memory_order_relaxed);
+  if (metrics) {
+    metrics->lookups.fetch_add(1, std::memory_order_relaxed);
+    metrics->lookup_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
+  }
   if (hit.lookup->size() != keys.size()) {
     return Internal(fmt::format("prefix lookup: {} answers for {} keys", hit.lookup->size(), keys.size()));
   }

@@ -29,6 +29,7 @@ struct RestoreEngine::Request {
   uint64_t id = 0;
   PrefixHit hit;
   std::vector<std::vector<BlockId>> block_tables;
+  Clock::time_point submitted;
   Clock::time_point deadline;
 
   std::mutex mu;
@@ -129,7 +130,8 @@ Status RestoreEngine::Start(uint64_t request_id, const PrefixHit& hit, std::vect
   auto r = std::make_shared<Request>();
   r->id = request_id;
   r->hit = hit;
-  r->deadline = Clock::now() + options_.timeout;
+  r->submitted = Clock::now();
+  r->deadline = r->submitted + options_.timeout;
   r->window_chunks.resize(stages_.size());
   // Check every block the restore will write before anything runs: a bad table is the
   // caller's error, reported now, never a write outside the cache.
@@ -425,6 +427,7 @@ std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_l
   r.finished = true;
   out.restored_tokens = out.end_token - r.hit.gpu_cached_tokens;
   metrics_->restores_finished.fetch_add(1, std::memory_order_relaxed);
+  metrics_->restore_seconds.Observe(std::chrono::duration<double>(Clock::now() - r.submitted).count());
   metrics_->restore_tokens.fetch_add(out.restored_tokens, std::memory_order_relaxed);
   if (out.fell_back()) {
     metrics_->restore_fallbacks.fetch_add(1, std::memory_order_relaxed);

@@ -267,6 +267,12 @@ void Deployment::AdmitWaiting(DecodeInstance& d, const std::vector<uint64_t>& ad
   }
 }
 
+std::vector<const connector::ConnectorMetrics*> Deployment::connector_metrics() const {
+  std::vector<const connector::ConnectorMetrics*> out;
+  for (const auto& p : prefill_) out.push_back(&p->connector_metrics());
+  return out;
+}
+
 DeploymentCounters Deployment::counters(double from, double to) const {
   DeploymentCounters c;
   for (const auto& p : prefill_) {

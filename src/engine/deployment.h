@@ -94,6 +94,9 @@ class Deployment {
   size_t in_flight() const { return in_flight_.size(); }
   // Totals; the mean decode KV use is over [from, to] (emulated seconds).
   DeploymentCounters counters(double from = 0, double to = 0) const;
+  // Every prefill instance's connector metrics (atomics: readable from any thread while the
+  // deployment runs; the list is fixed at Create).
+  std::vector<const connector::ConnectorMetrics*> connector_metrics() const;
   const ModelGeometry& geometry() const { return options_.geometry; }
   const connector::KvNamespace& kv_namespace() const { return *ns_; }
   bool uses_pool() const { return !options_.pools.empty(); }

@@ -2,15 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "http/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace kvpool::master {
 
-using http::EscapeLabelValue;
+
 
 void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
   auto metric = [out](std::string_view name, std::string_view type, std::string_view help, uint64_t value) {
-    http::AppendMetric(out, name, type, help, value);
+    AppendMetric(out, name, type, help, value);
   };
   metric("kvpool_master_objects", "gauge", "Objects in the index (pending and complete).",
          stats.objects);

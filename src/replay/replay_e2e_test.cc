@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/kv_cache_memory.h"
+#include "http/test_http_client.h"
 #include "replay/replay_run.h"
 #include "replay/test_tiny_replay.h"
 #include "trace/mooncake_loader.h"
@@ -61,6 +62,29 @@ TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
   EXPECT_EQ(c.promotion_failures, 0u);
   EXPECT_EQ(s->gpu_cache_tokens + s->pool_tokens + s->computed_tokens, s->prompt_tokens);
   std::printf("%s", FormatSummary(*s).c_str());
+}
+
+// The run's /metrics while it runs: the connectors' counters and latency histograms, read at
+// its last progress report (the endpoint stops with the run).
+TEST(ReplayEndToEndTest, TheRunServesItsConnectorMetrics) {
+  ReplayRunOptions o = TinyRun(true);
+  o.metrics_listen = "127.0.0.1:0";
+  std::string metrics;
+  o.on_progress = [&](const ReplayProgress& p) {
+    ASSERT_GT(p.metrics_port, 0);
+    metrics = http::testing::HttpGet(p.metrics_port, "/metrics");
+  };
+  auto s = RunReplay(SmallCorpus(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK", 0), 0u) << metrics;
+  const auto lookups = s->deployment.connector.at("kvpool_connector_lookups");
+  EXPECT_GT(lookups, 0u);
+  for (const std::string& series :
+       {"kvpool_connector_lookups_total " + std::to_string(lookups),
+        "kvpool_connector_lookup_seconds_count " + std::to_string(lookups),
+        std::string("kvpool_connector_restore_seconds_bucket{le=\"+Inf\"} "), std::string("kvpool_connector_save_bytes_total ")}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics.substr(0, 2000);
+  }
 }
 
 // Drops what depends on the wall clock (real timings, pacing lag), recursively.

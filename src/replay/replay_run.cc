@@ -10,6 +10,7 @@
 #include "engine/kv_cache_memory.h"
 #include "engine/network_kv_handoff.h"
 #include "replay/open_loop_driver.h"
+#include "http/metrics_endpoint.h"
 #include "replay/pool_connection.h"
 #include "ssd/ssd_tier.h"
 
@@ -122,8 +123,30 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   } else {
     driver = std::make_unique<ReplayDriver>(corpus, options.replay, deployment->get(), &sim);
   }
+  // Declared after the deployment, whose connector metrics its handler reads: gone before it.
+  std::unique_ptr<http::MetricsEndpoint> metrics;
+  if (!options.metrics_listen.empty()) {
+    auto started = http::MetricsEndpoint::Start(
+        options.metrics_listen, [connectors = (*deployment)->connector_metrics()](std::string_view path) {
+          http::HttpResponse response;
+          if (path == "/metrics") {
+            response.content_type = http::kPrometheusContentType;
+            connector::ConnectorMetrics::AppendPrometheus(connectors, &response.body);
+          } else if (path == "/health") {
+            response.body = "ok\n";
+          } else {
+            response.status = 404;
+            response.body = "not found; try /metrics or /health\n";
+          }
+          return response;
+        });
+    if (!started.ok()) return started.status();
+    metrics = std::move(started).value();
+    spdlog::info("replay: connector metrics on http://{}:{}/metrics",
+                 options.metrics_listen.substr(0, options.metrics_listen.rfind(':')), metrics->port());
+  }
   KVPOOL_RETURN_IF_ERROR(driver->Start());
-  sim.Run([&] {
+  const auto progress = [&] {
     if (!options.on_progress) return;
     ReplayProgress p;
     p.emulated_s = sim.now();
@@ -132,8 +155,11 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     p.requests = driver->counted_finished();
     p.in_flight = (*deployment)->in_flight();
     p.lanes_warm = driver->lanes_warm();
+    p.metrics_port = metrics ? metrics->port() : 0;
     options.on_progress(p);
-  });
+  };
+  sim.Run(progress);
+  progress();  // the last word: what the run ended with
   ReplaySummary s = Summarize(driver->records(), driver->window_start_s(), driver->window_end_s(),
                               topology.total_gpus(options.geometry));
   s.mode = options.use_pool ? "pool" : "no-pool";

@@ -26,6 +26,7 @@ struct ReplayProgress {
   int64_t requests = 0;  // counted, finished
   size_t in_flight = 0;
   size_t lanes_warm = 0;
+  int metrics_port = 0;  // the run's /metrics (metrics_listen); 0 without one
 };
 
 struct ReplayRunOptions {
@@ -61,7 +62,10 @@ struct ReplayRunOptions {
   // "gpu": gather kernel, peer copies, scatter kernel (src/handoff's HandoffPipeline; needs
   // gpus > 0, which only it supports). "": gpu with gpus > 0, network otherwise.
   std::string handoff;
-  std::function<void(const ReplayProgress&)> on_progress;  // about twice a second
+  std::function<void(const ReplayProgress&)> on_progress;  // about twice a second, and once at the end
+  // HTTP address of the run's /metrics and /health ("" for none): the prefill instances'
+  // connector counters and latency histograms, summed, while the run goes on.
+  std::string metrics_listen;
 };
 
 Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options);

@@ -2,15 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "http/prometheus_text.h"
+#include "common/prometheus_text.h"
 #include "store/storage_service.h"
 
 namespace kvpool::store {
 
 void AppendStoreMetrics(const StorageService& store, std::string* out) {
-  const std::string labels = fmt::format("store=\"{}\"", http::EscapeLabelValue(store.store_id()));
+  const std::string labels = fmt::format("store=\"{}\"", EscapeLabelValue(store.store_id()));
   const auto metric = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
-    http::AppendMetric(out, name, type, help, value, labels);
+    AppendMetric(out, name, type, help, value, labels);
   };
   metric("kvpool_store_segment_bytes", "gauge", "Bytes of the store's segment.", uint64_t{store.memory().size()});
   metric("kvpool_store_mounted", "gauge", "1 while the master knows the segment, else 0.",

@@ -1,8 +1,8 @@
-#include "http/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 #include <fmt/format.h>
 
-namespace kvpool::http {
+namespace kvpool {
 namespace {
 
 template <typename T>
@@ -41,4 +41,4 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-}  // namespace kvpool::http
+}  // namespace kvpool

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace kvpool::http {
+namespace kvpool {
 
 // Appends "# HELP name help", "# TYPE name type" and "name{labels} value". `labels` is the
 // inside of the braces (`store="a"`), already escaped (EscapeLabelValue); empty for none.
@@ -17,4 +17,4 @@ void AppendMetric(std::string* out, std::string_view name, std::string_view type
 // A label value with \, " and newline escaped.
 std::string EscapeLabelValue(std::string_view value);
 
-}  // namespace kvpool::http
+}  // namespace kvpool
