@@ -556,6 +556,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
   }
   thread_local std::vector<EvictionLru::UnitId> touched;
   std::vector<SsdRead> ssd_reads;
+  std::vector<NamespaceHits::Outcome> outcomes(keys.size(), NamespaceHits::Outcome::kSkipped);
   VisitByShard(index_, keys, [&](ObjectShard& shard, std::span<const HashedKey> hashed,
                                  std::span<const uint32_t> indices) {
     touched.clear();
@@ -565,19 +566,24 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
       auto it = shard.objects.find(hashed[i]);
       if (it == shard.objects.end()) {
         ++shard.misses;
+        outcomes[i] = NamespaceHits::Outcome::kMiss;
         result.status = NotFound(fmt::format("key {} is not in the pool", QuoteKey(keys[i])));
       } else if (it->second.state != ObjectState::kComplete) {
         ++shard.misses;
+        outcomes[i] = NamespaceHits::Outcome::kMiss;
         result.status = NotReady(fmt::format("put of key {} has not ended", QuoteKey(keys[i])));
       } else if (it->second.tier == ObjectTier::kPromoting) {
         ++shard.misses;
+        outcomes[i] = NamespaceHits::Outcome::kMiss;
         result.status = NotReady(fmt::format("key {} is being loaded from SSD for another read", QuoteKey(keys[i])));
       } else if (it->second.tier == ObjectTier::kSsd) {
         ++shard.hits;
+        outcomes[i] = NamespaceHits::Outcome::kHit;
         const ObjectMeta& meta = it->second;
         ssd_reads.push_back({i, meta.replicas.begin()->segment, meta.length, meta.put_id});
       } else {
         ++shard.hits;
+        outcomes[i] = NamespaceHits::Outcome::kHit;
         ObjectMeta& meta = it->second;
         meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
         // One on its way to SSD is out of the eviction order: nothing to move.
@@ -591,6 +597,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
     // Under the shard lock still: the units cannot end meanwhile.
     lru_.TouchAll(touched, now);
   });
+  namespace_hits_.Add(keys, outcomes);
   if (!ssd_reads.empty()) {
     PromoteForRead(keys, ssd_reads, lease_until, &out, &referenced);
     // Loading from SSD took part of the lease: the client counts it from when it sent the
@@ -728,6 +735,7 @@ PoolStats PoolMetadata::Stat() const {
   stats.tiers.promotion_failures = promotion_failures_.load(std::memory_order_relaxed);
   stats.tiers.ssd_evictions = ssd_evictions_.load(std::memory_order_relaxed);
   stats.tiers.ssd_hits = ssd_hits_.load(std::memory_order_relaxed);
+  stats.namespace_hits = namespace_hits_.Snapshot();
   return stats;
 }
 

@@ -47,6 +47,7 @@
 #include "common/status.h"
 #include "master/eviction_lru.h"
 #include "master/group_registry.h"
+#include "master/namespace_hits.h"
 #include "master/namespace_quotas.h"
 #include "master/object_index.h"
 #include "master/segment_table.h"
@@ -154,6 +155,7 @@ struct PoolStats {
   uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
   std::vector<SegmentStats> segments;
   std::vector<NamespaceUsage> namespaces;  // those with a quota
+  std::vector<NamespaceHitCount> namespace_hits;  // lookups per namespace (NamespaceHits)
   uint64_t rejoined_segments = 0;  // segments taken back from their stores' indexes
   uint64_t rebuilt_objects = 0;    // objects those indexes gave back
   double rebuild_seconds = 0;      // time spent taking them back, all rejoins together
@@ -351,6 +353,7 @@ class PoolMetadata {
   std::atomic<uint64_t> promotion_failures_{0};
   std::atomic<uint64_t> ssd_evictions_{0};
   std::atomic<uint64_t> ssd_hits_{0};
+  NamespaceHits namespace_hits_;
 
   std::mutex deferred_mu_;
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_

@@ -430,6 +430,31 @@ TEST_F(PoolMetadataTest, HitsAndMissesCounted) {
   EXPECT_EQ(stats.misses, 1u);
 }
 
+TEST_F(PoolMetadataTest, HitsAndMissesCountedPerNamespaceWithinABound) {
+  MakePool();
+  Mount(1 << 20);
+  ASSERT_TRUE(Put("model-a/k").ok());
+  Get("model-a/k");
+  Get("model-a/gone");
+  Get("model-b/gone");
+  Get("");  // an invalid key: counted by neither
+  auto counts = pool_->Stat().namespace_hits;
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[0].name, "model-a");
+  EXPECT_EQ(counts[0].hits, 1u);
+  EXPECT_EQ(counts[0].misses, 1u);
+  EXPECT_EQ(counts[1].name, "model-b");
+  EXPECT_EQ(counts[1].misses, 1u);
+  // Namespaces past the bound all count under one name: a client cannot grow the master.
+  for (size_t i = 0; i < 2 * NamespaceHits::kMaxNamespaces; ++i) Get("ns" + std::to_string(i) + "/x");
+  counts = pool_->Stat().namespace_hits;
+  EXPECT_EQ(counts.size(), NamespaceHits::kMaxNamespaces + 1);
+  const auto other = std::find_if(counts.begin(), counts.end(),
+                                  [](const NamespaceHitCount& c) { return c.name == NamespaceHits::kOther; });
+  ASSERT_NE(other, counts.end());
+  EXPECT_EQ(other->misses, 2 * NamespaceHits::kMaxNamespaces - (NamespaceHits::kMaxNamespaces - 2));
+}
+
 // ---- eviction ----
 
 TEST_F(PoolMetadataTest, EvictsLeastRecentlyUsedFirst) {

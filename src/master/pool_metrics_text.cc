@@ -88,6 +88,16 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
                 [](const NamespaceUsage& n) { return n.used_bytes; });
   per_namespace("kvpool_master_namespace_quota_bytes", "The namespace's byte quota.",
                 [](const NamespaceUsage& n) { return n.quota_bytes; });
+  auto lookups_of = [&](std::string_view name, std::string_view help, auto value_of) {
+    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help));
+    for (const auto& n : stats.namespace_hits) {
+      out->append(fmt::format("{}{{namespace=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), value_of(n)));
+    }
+  };
+  lookups_of("kvpool_master_namespace_hits_total", "Keys looked up and found, by namespace.",
+             [](const NamespaceHitCount& n) { return n.hits; });
+  lookups_of("kvpool_master_namespace_misses_total", "Keys looked up and not found (or not ready), by namespace.",
+             [](const NamespaceHitCount& n) { return n.misses; });
 }
 
 void AppendLeadershipMetrics(const LeadershipFigures& f, std::string* out) {
