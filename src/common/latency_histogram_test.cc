@@ -20,7 +20,7 @@ TEST(LatencyHistogram, BucketsAreCumulativeWithSumAndCountAndAddMerges) {
   for (const char* line : {"# TYPE x_seconds histogram\n", "x_seconds_bucket{a=\"1\",le=\"0.0005\"} 1\n",
                            "x_seconds_bucket{a=\"1\",le=\"0.001\"} 2\n", "x_seconds_bucket{a=\"1\",le=\"0.25\"} 2\n",
                            "x_seconds_bucket{a=\"1\",le=\"0.5\"} 4\n", "x_seconds_bucket{a=\"1\",le=\"10\"} 4\n",
-                           "x_seconds_bucket{a=\"1\",le=\"+Inf\"} 5\n", "x_seconds_sum{a=\"1\"} 60.6012\n",
+                           "x_seconds_bucket{a=\"1\",le=\"+Inf\"} 5\n", "x_seconds_sum{a=\"1\"} 60.601200000\n",
                            "x_seconds_count{a=\"1\"} 5\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
   }

@@ -68,6 +68,23 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::strin
   return endpoint;
 }
 
+Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::StartMetricsAndHealth(
+    const std::string& listen, std::function<void(std::string*)> metrics, std::function<std::string()> health) {
+  return Start(listen, [metrics = std::move(metrics), health = std::move(health)](std::string_view path) {
+    HttpResponse response;
+    if (path == "/metrics") {
+      response.content_type = kPrometheusContentType;
+      metrics(&response.body);
+    } else if (path == "/health") {
+      response.body = health();
+    } else {
+      response.status = 404;
+      response.body = "not found; try /metrics or /health\n";
+    }
+    return response;
+  });
+}
+
 MetricsEndpoint::~MetricsEndpoint() { Shutdown(); }
 
 void MetricsEndpoint::Shutdown() {

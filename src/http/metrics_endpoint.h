@@ -43,6 +43,11 @@ class MetricsEndpoint {
   // for a bad address, UNAVAILABLE when it cannot be bound (naming it).
   static Result<std::unique_ptr<MetricsEndpoint>> Start(const std::string& listen, Handler handler,
                                                         const EndpointOptions& options = {});
+  // What every process serves: /metrics is Prometheus text that `metrics` appends to the body,
+  // /health is `health`'s line, any other path 404 naming the two.
+  static Result<std::unique_ptr<MetricsEndpoint>> StartMetricsAndHealth(const std::string& listen,
+                                                                        std::function<void(std::string*)> metrics,
+                                                                        std::function<std::string()> health);
   ~MetricsEndpoint();  // Shutdown()
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

@@ -157,27 +157,20 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
 
   if (!options.metrics_listen.empty()) {
     MasterServer* s = server.get();
-    auto http = http::MetricsEndpoint::Start(options.metrics_listen, [s](std::string_view path) {
-      http::HttpResponse response;
-      const std::shared_ptr<PoolMetadata> pool = s->pool();
-      if (path == "/metrics") {
-        response.content_type = http::kPrometheusContentType;
-        // A standby serves no pool: its pool figures are zero.
-        AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, &response.body);
-        if (const Leadership* l = s->leadership_.get()) {
-          AppendLeadershipMetrics({pool != nullptr, l->term(), l->elections_won(), l->failovers()}, &response.body);
-        } else {
-          AppendLeadershipMetrics({true, 0, 0, 0}, &response.body);
-        }
-        s->metrics_->AppendPrometheus(&response.body);
-      } else if (path == "/health") {
-        response.body = pool ? "ok\n" : "ok (standby)\n";
-      } else {
-        response.status = 404;
-        response.body = "not found; try /metrics or /health\n";
-      }
-      return response;
-    });
+    auto http = http::MetricsEndpoint::StartMetricsAndHealth(
+        options.metrics_listen,
+        [s](std::string* body) {
+          const std::shared_ptr<PoolMetadata> pool = s->pool();
+          // A standby serves no pool: its pool figures are zero.
+          AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, body);
+          if (const Leadership* l = s->leadership_.get()) {
+            AppendLeadershipMetrics({pool != nullptr, l->term(), l->elections_won(), l->failovers()}, body);
+          } else {
+            AppendLeadershipMetrics({true, 0, 0, 0}, body);
+          }
+          s->metrics_->AppendPrometheus(body);
+        },
+        [s] { return std::string(s->pool() ? "ok\n" : "ok (standby)\n"); });
     if (!http.ok()) {
       server->grpc_server_->Shutdown();
       return http.status();

@@ -78,26 +78,24 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
   per_segment("kvpool_master_segment_ssd_used_bytes", "Value bytes in the segment's store's SSD tier.",
               [](const SegmentStats& s) { return s.ssd_used_bytes; });
 
-  auto per_namespace = [&](std::string_view name, std::string_view help, auto value_of) {
-    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));
-    for (const auto& n : stats.namespaces) {
+  // One series per namespace of `list`: quotas' usage (gauges) or lookups (counters).
+  auto per_namespace = [&](std::string_view name, std::string_view type, std::string_view help, const auto& list,
+                           auto value_of) {
+    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, help, type));
+    for (const auto& n : list) {
       out->append(fmt::format("{}{{namespace=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), value_of(n)));
     }
   };
-  per_namespace("kvpool_master_namespace_used_bytes", "Value bytes of the namespace's objects (namespaces with a quota).",
+  per_namespace("kvpool_master_namespace_used_bytes", "gauge",
+                "Value bytes of the namespace's objects (namespaces with a quota).", stats.namespaces,
                 [](const NamespaceUsage& n) { return n.used_bytes; });
-  per_namespace("kvpool_master_namespace_quota_bytes", "The namespace's byte quota.",
+  per_namespace("kvpool_master_namespace_quota_bytes", "gauge", "The namespace's byte quota.", stats.namespaces,
                 [](const NamespaceUsage& n) { return n.quota_bytes; });
-  auto lookups_of = [&](std::string_view name, std::string_view help, auto value_of) {
-    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help));
-    for (const auto& n : stats.namespace_hits) {
-      out->append(fmt::format("{}{{namespace=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), value_of(n)));
-    }
-  };
-  lookups_of("kvpool_master_namespace_hits_total", "Keys looked up and found, by namespace.",
-             [](const NamespaceHitCount& n) { return n.hits; });
-  lookups_of("kvpool_master_namespace_misses_total", "Keys looked up and not found (or not ready), by namespace.",
-             [](const NamespaceHitCount& n) { return n.misses; });
+  per_namespace("kvpool_master_namespace_hits_total", "counter", "Keys looked up and found, by namespace.",
+                stats.namespace_hits, [](const NamespaceHitCount& n) { return n.hits; });
+  per_namespace("kvpool_master_namespace_misses_total", "counter",
+                "Keys looked up and not found (or not ready), by namespace.", stats.namespace_hits,
+                [](const NamespaceHitCount& n) { return n.misses; });
 }
 
 void AppendLeadershipMetrics(const LeadershipFigures& f, std::string* out) {

@@ -1,5 +1,7 @@
 #include "master/rpc_metrics.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kvpool::master {
@@ -26,11 +28,7 @@ void RpcMetrics::Record(RpcMethod method, int64_t latency_ns, uint64_t keys) {
   PerMethod& m = methods_[static_cast<size_t>(method)];
   m.calls.fetch_add(1, std::memory_order_relaxed);
   m.keys.fetch_add(keys, std::memory_order_relaxed);
-  m.latency_ns_sum.fetch_add(static_cast<uint64_t>(latency_ns), std::memory_order_relaxed);
-  const double seconds = static_cast<double>(latency_ns) * 1e-9;
-  size_t bucket = 0;
-  while (bucket < kBucketSeconds.size() && seconds > kBucketSeconds[bucket]) ++bucket;
-  m.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  m.latency.ObserveNs(static_cast<uint64_t>(std::max<int64_t>(0, latency_ns)));
 }
 
 void RpcMetrics::AppendPrometheus(std::string* out) const {
@@ -52,19 +50,8 @@ void RpcMetrics::AppendPrometheus(std::string* out) const {
   append("# HELP kvpool_master_rpc_latency_seconds Time the master spent serving an RPC.\n");
   append("# TYPE kvpool_master_rpc_latency_seconds histogram\n");
   for (size_t i = 0; i < methods_.size(); ++i) {
-    const PerMethod& m = methods_[i];
-    const std::string_view name = RpcMethodName(static_cast<RpcMethod>(i));
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < m.buckets.size(); ++b) {
-      cumulative += m.buckets[b].load(std::memory_order_relaxed);
-      std::string le = b < kBucketSeconds.size() ? fmt::format("{}", kBucketSeconds[b]) : "+Inf";
-      append(fmt::format("kvpool_master_rpc_latency_seconds_bucket{{method=\"{}\",le=\"{}\"}} {}\n",
-                         name, le, cumulative));
-    }
-    append(fmt::format("kvpool_master_rpc_latency_seconds_sum{{method=\"{}\"}} {:.9f}\n", name,
-                       static_cast<double>(m.latency_ns_sum.load(std::memory_order_relaxed)) * 1e-9));
-    append(fmt::format("kvpool_master_rpc_latency_seconds_count{{method=\"{}\"}} {}\n", name,
-                       cumulative));
+    methods_[i].latency.AppendSeries(out, "kvpool_master_rpc_latency_seconds",
+                                     fmt::format("method=\"{}\"", RpcMethodName(static_cast<RpcMethod>(i))));
   }
 }
 

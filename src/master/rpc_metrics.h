@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/latency_histogram.h"
+
 namespace kvpool::master {
 
 enum class RpcMethod : int {
@@ -45,8 +47,7 @@ class RpcMetrics {
   struct PerMethod {
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> keys{0};
-    std::atomic<uint64_t> latency_ns_sum{0};
-    std::array<std::atomic<uint64_t>, kBucketSeconds.size() + 1> buckets{};
+    LatencyHistogram latency{kBucketSeconds};
   };
   std::array<PerMethod, static_cast<size_t>(RpcMethod::kCount)> methods_;
 };

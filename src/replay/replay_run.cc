@@ -126,20 +126,12 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   // Declared after the deployment, whose connector metrics its handler reads: gone before it.
   std::unique_ptr<http::MetricsEndpoint> metrics;
   if (!options.metrics_listen.empty()) {
-    auto started = http::MetricsEndpoint::Start(
-        options.metrics_listen, [connectors = (*deployment)->connector_metrics()](std::string_view path) {
-          http::HttpResponse response;
-          if (path == "/metrics") {
-            response.content_type = http::kPrometheusContentType;
-            connector::ConnectorMetrics::AppendPrometheus(connectors, &response.body);
-          } else if (path == "/health") {
-            response.body = "ok\n";
-          } else {
-            response.status = 404;
-            response.body = "not found; try /metrics or /health\n";
-          }
-          return response;
-        });
+    auto started = http::MetricsEndpoint::StartMetricsAndHealth(
+        options.metrics_listen,
+        [connectors = (*deployment)->connector_metrics()](std::string* body) {
+          connector::ConnectorMetrics::AppendPrometheus(connectors, body);
+        },
+        [] { return std::string("ok\n"); });
     if (!started.ok()) return started.status();
     metrics = std::move(started).value();
     spdlog::info("replay: connector metrics on http://{}:{}/metrics",

@@ -169,19 +169,10 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
   if (!options.metrics_listen.empty()) {
-    auto metrics = http::MetricsEndpoint::Start(options.metrics_listen, [s = service.get()](std::string_view path) {
-      http::HttpResponse response;
-      if (path == "/metrics") {
-        response.content_type = http::kPrometheusContentType;
-        AppendStoreMetrics(*s, &response.body);
-      } else if (path == "/health") {
-        response.body = s->segment_id() != 0 ? "ok\n" : "ok (not mounted)\n";
-      } else {
-        response.status = 404;
-        response.body = "not found; try /metrics or /health\n";
-      }
-      return response;
-    });
+    StorageService* s = service.get();
+    auto metrics = http::MetricsEndpoint::StartMetricsAndHealth(
+        options.metrics_listen, [s](std::string* body) { AppendStoreMetrics(*s, body); },
+        [s] { return std::string(s->segment_id() != 0 ? "ok\n" : "ok (not mounted)\n"); });
     if (!metrics.ok()) return metrics.status();
     service->metrics_ = std::move(metrics).value();
   }
