@@ -25,6 +25,7 @@
 #include "connector/restore_engine.h"
 #include "connector/save_engine.h"
 #include "embedded/embedded_pool.h"
+#include "http/metrics_endpoint.h"
 #include "py_buffer.h"
 
 namespace py = pybind11;
@@ -196,6 +197,7 @@ class PyConnector {
     return OutcomeDict(o);
   }
   std::map<std::string, uint64_t> Metrics() const { return metrics_.Snapshot(); }
+  const ConnectorMetrics& metrics() const { return metrics_; }
   const KvNamespace& ns() const { return ns_; }
 
  private:
@@ -206,6 +208,50 @@ class PyConnector {
   // Destroyed first (declared last): workers stop before the store and caches go.
   std::unique_ptr<RestoreEngine> restore_;
   std::unique_ptr<SaveEngine> save_;
+};
+
+// The Prometheus text of connectors (summed) and clients' transfer engines (summed): what a
+// process using the module exports, through MetricsServer or its own HTTP server.
+class ProcessMetrics {
+ public:
+  ProcessMetrics(const std::vector<PyConnector*>& connectors, const std::vector<client::Client*>& clients) {
+    for (const PyConnector* c : connectors) connectors_.push_back(&c->metrics());
+    for (client::Client* c : clients) transfers_.push_back(&c->transfer_engine().metrics());
+  }
+  // Reads only atomics: safe on any thread, without the GIL.
+  void AppendTo(std::string* out) const {
+    ConnectorMetrics::AppendPrometheus(connectors_, out);
+    transfer::TransferMetrics sum;
+    for (const transfer::TransferMetrics* t : transfers_) sum.Add(*t);
+    sum.AppendPrometheus(out);
+  }
+
+ private:
+  std::vector<const ConnectorMetrics*> connectors_;
+  std::vector<const transfer::TransferMetrics*> transfers_;
+};
+
+// /metrics and /health of this process on its own port (http::MetricsEndpoint's threads).
+class MetricsServer {
+ public:
+  // Holds a reference to every connector and client it reads, so none goes while it serves.
+  MetricsServer(const std::string& listen, const py::list& connectors, const py::list& clients)
+      : metrics_(connectors.cast<std::vector<PyConnector*>>(), clients.cast<std::vector<client::Client*>>()) {
+    for (const py::handle& h : connectors) owners_.push_back(py::reinterpret_borrow<py::object>(h));
+    for (const py::handle& h : clients) owners_.push_back(py::reinterpret_borrow<py::object>(h));
+    endpoint_ = Take(http::MetricsEndpoint::StartMetricsAndHealth(
+        listen, [this](std::string* body) { metrics_.AppendTo(body); }, [] { return std::string("ok\n"); }));
+  }
+  int port() const { return endpoint_ ? endpoint_->port() : 0; }
+  void Close() {
+    py::gil_scoped_release nogil;  // a request being answered finishes first
+    endpoint_.reset();
+  }
+
+ private:
+  std::vector<py::object> owners_;
+  ProcessMetrics metrics_;
+  std::unique_ptr<http::MetricsEndpoint> endpoint_;  // destroyed first: stops reading the rest
 };
 
 ChunkTransfer MakeTransfer(const PyPagedKvCache& cache, const Int32Array& table, uint32_t chunk_tokens,
@@ -427,4 +473,24 @@ PYBIND11_MODULE(kvpool, m) {
       .def("poll_save", &PyConnector::PollSave, py::arg("request_id"))
       .def("wait_save", &PyConnector::WaitSave, py::arg("request_id"))
       .def("metrics", &PyConnector::Metrics);
+
+  m.def(
+      "metrics_text",
+      [](const std::vector<PyConnector*>& connectors, const std::vector<client::Client*>& clients) {
+        std::string text;
+        ProcessMetrics(connectors, clients).AppendTo(&text);
+        return text;
+      },
+      py::arg("connectors") = std::vector<PyConnector*>{}, py::arg("clients") = std::vector<client::Client*>{},
+      "Prometheus text of these connectors (counters, lookup and restore latency histograms, summed) and of "
+      "these clients' transfer request sizes: for a process that serves its own /metrics.");
+  py::class_<MetricsServer>(m, "MetricsServer",
+                            "Serves metrics_text(connectors, clients) on /metrics and 'ok' on /health at `listen` "
+                            "(HOST:PORT, port 0 picks one) until close().")
+      .def(py::init<const std::string&, const py::list&, const py::list&>(), py::arg("listen"),
+           py::arg("connectors") = py::list(), py::arg("clients") = py::list())
+      .def_property_readonly("port", &MetricsServer::port)
+      .def("close", &MetricsServer::Close)
+      .def("__enter__", [](MetricsServer& s) -> MetricsServer& { return s; })
+      .def("__exit__", [](MetricsServer& s, py::args) { s.Close(); });
 }

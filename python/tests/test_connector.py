@@ -1,3 +1,5 @@
+import urllib.request
+
 import numpy as np
 import pytest
 
@@ -114,6 +116,19 @@ def test_save_then_restore_into_a_fresh_cache(client, layout):
     m = conn.metrics()
     assert m["kvpool_connector_restore_tokens"] == 5 * CHUNK
     assert m["kvpool_connector_lookups"] == 1
+    # The process's /metrics: this connector's histograms (each stage timed once) and the
+    # client's transfer request sizes, over real HTTP.
+    with kvpool.MetricsServer("127.0.0.1:0", connectors=[conn], clients=[client]) as server:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=30).read().decode()
+        health = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health", timeout=30).read().decode()
+    assert health == "ok\n"
+    for stage in range(len(s.stage_layers)):
+        assert f'kvpool_connector_restore_stage_seconds_count{{stage="{stage}"}} 1\n' in text, text
+    assert "kvpool_connector_lookup_seconds_count 1\n" in text
+    assert 'kvpool_transfer_request_bytes_count{op="write"} ' in text
+    assert text == kvpool.metrics_text(connectors=[conn], clients=[client])
+    with pytest.raises(kvpool.Error, match="INVALID_ARGUMENT"):
+        kvpool.MetricsServer("no port here", connectors=[conn])
 
     # Saving the same prompt again writes nothing.
     assert saver.save(2, tokens, src_tables)

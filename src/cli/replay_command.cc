@@ -64,6 +64,7 @@ struct ReplayFlags {
   std::string ssd_dir;
   double idle_cap_s = 300;
   std::string metrics_listen;  // "": no /metrics
+  std::string metrics_file;    // "": none
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
   std::string arrival;  // "": open for Mooncake traces, closed otherwise
   double rate_scale = 1;
@@ -282,6 +283,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.ssd_tokens = f.ssd_tokens;
       o.ssd_dir = f.ssd_dir;
       o.metrics_listen = f.metrics_listen;
+      o.metrics_file = f.metrics_file;
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
@@ -446,8 +448,11 @@ void AddReplayCommand(CLI::App& app) {
   cmd->add_option("--ssd-dir", f.ssd_dir, "folder for the embedded pool's SSD tier files (default: its temporary folder)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--metrics-listen", f.metrics_listen,
-                  "HTTP address for the run's /metrics (the connectors' counters and latency histograms), e.g. "
-                  "127.0.0.1:9466");
+                  "HTTP address for the run's /metrics (the connectors' counters and latency histograms, the "
+                  "handoffs', the transfer request sizes), e.g. 127.0.0.1:9466");
+  cmd->add_option("--metrics-file", f.metrics_file,
+                  "write the same Prometheus text to this file when a run ends (e.g. for node_exporter's "
+                  "textfile collector; a sweep leaves its last run's)");
   cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -24,6 +24,15 @@ void AppendMetric(std::string* out, std::string_view name, std::string_view type
   Append(out, name, type, help, value, labels);
 }
 
+void AppendHeader(std::string* out, std::string_view name, std::string_view type, std::string_view help) {
+  out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, help, type));
+}
+
+std::string JoinLabels(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return std::string(a.empty() ? b : a);
+  return fmt::format("{},{}", a, b);
+}
+
 std::string EscapeLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());

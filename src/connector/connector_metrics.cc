@@ -1,5 +1,7 @@
 #include "connector/connector_metrics.h"
 
+#include <fmt/format.h>
+
 #include "common/prometheus_text.h"
 
 namespace kvpool::connector {
@@ -37,11 +39,13 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
 void ConnectorMetrics::AppendPrometheus(std::span<const ConnectorMetrics* const> connectors, std::string* out,
                                         std::string_view labels) {
   std::map<std::string, uint64_t> sums;
-  LatencyHistogram lookup, restore;
+  Histogram lookup, restore;
+  std::array<Histogram, kStagesWithOwnHistogram> stages;
   for (const ConnectorMetrics* c : connectors) {
     for (const auto& [name, value] : c->Snapshot()) sums[name] += value;
     lookup.Add(c->lookup_seconds);
     restore.Add(c->restore_seconds);
+    for (size_t s = 0; s < stages.size(); ++s) stages[s].Add(c->restore_stage_seconds[s]);
   }
   for (const auto& [name, value] : sums) {
     AppendMetric(out, name + "_total", "counter", "What the connector did (connector/connector_metrics.h).", value,
@@ -50,6 +54,12 @@ void ConnectorMetrics::AppendPrometheus(std::span<const ConnectorMetrics* const>
   lookup.AppendTo(out, "kvpool_connector_lookup_seconds", "One prefix lookup's round trip to the masters.", labels);
   restore.AppendTo(out, "kvpool_connector_restore_seconds",
                    "A restore from submit to its outcome (every stage done, or fallen back).", labels);
+  const std::string stage_name = "kvpool_connector_restore_stage_seconds";
+  AppendHeader(out, stage_name, "histogram", "A restore from submit to that stage's last window.");
+  for (size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].count() == 0) continue;
+    stages[s].AppendSeries(out, stage_name, JoinLabels(labels, fmt::format("stage=\"{}\"", s)));
+  }
 }
 
 }  // namespace kvpool::connector

@@ -3,6 +3,8 @@
 // any thread.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -10,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-#include "common/latency_histogram.h"
+#include "common/histogram.h"
 
 namespace kvpool::connector {
 
@@ -47,15 +49,22 @@ struct ConnectorMetrics {
   std::atomic<uint64_t> save_objects_failed{0};
   std::atomic<uint64_t> save_bytes{0};
   // Wall-clock latencies: one lookup's round trip (all stages' keys at once); a restore from
-  // Submit to its outcome (all stages done, or fallen back).
-  LatencyHistogram lookup_seconds;
-  LatencyHistogram restore_seconds;
+  // Submit to its outcome (all stages done, or fallen back); and per stage, from Submit to
+  // that stage's last window (restore_stage_seconds[s], stages past the last share the last).
+  static constexpr size_t kStagesWithOwnHistogram = 8;
+  Histogram lookup_seconds;
+  Histogram restore_seconds;
+  std::array<Histogram, kStagesWithOwnHistogram> restore_stage_seconds;
+  Histogram& restore_stage(uint32_t stage) {
+    return restore_stage_seconds[std::min<size_t>(stage, kStagesWithOwnHistogram - 1)];
+  }
 
   // name -> value of the counters, names as above prefixed "kvpool_connector_".
   std::map<std::string, uint64_t> Snapshot() const;
   // Prometheus text of several connectors summed (a process's prefill instances): each counter
-  // as kvpool_connector_<name>_total, the histograms as kvpool_connector_lookup_seconds and
-  // _restore_seconds; `labels` as in AppendMetric.
+  // as kvpool_connector_<name>_total, the histograms as kvpool_connector_lookup_seconds,
+  // _restore_seconds and _restore_stage_seconds{stage="s"} (stages with observations); `labels`
+  // as in AppendMetric.
   static void AppendPrometheus(std::span<const ConnectorMetrics* const> connectors, std::string* out,
                                std::string_view labels = {});
 };

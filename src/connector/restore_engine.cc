@@ -35,6 +35,7 @@ struct RestoreEngine::Request {
   std::mutex mu;
   std::condition_variable changed;
   uint64_t windows_pending = 0;                      // guarded by mu
+  std::vector<uint64_t> stage_windows_pending;       // [stage]; guarded by mu
   std::vector<std::vector<uint64_t>> window_chunks;  // [stage][window] chunks unpacked; guarded by mu
   Status first_error;                                // guarded by mu
   bool cancelled = false;                            // guarded by mu; no unpack starts once set
@@ -158,6 +159,8 @@ Status RestoreEngine::Start(uint64_t request_id, const PrefixHit& hit, std::vect
     }
   }
   r->windows_pending = windows.size();
+  r->stage_windows_pending.resize(stages_.size());
+  for (uint32_t s = 0; s < stages_.size(); ++s) r->stage_windows_pending[s] = r->window_chunks[s].size();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (requests_.count(request_id)) {
@@ -206,8 +209,7 @@ void RestoreEngine::WorkerLoop(Stage* stage, uint32_t worker) {
     } else {
       std::lock_guard<std::mutex> lock(w.request->mu);
       if (w.request->first_error.ok()) w.request->first_error = packer_status;
-      --w.request->windows_pending;
-      w.request->changed.notify_all();
+      WindowReported(*w.request, w.stage);
     }
   }
 }
@@ -232,7 +234,14 @@ void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* s
   if (!status.ok() && r.first_error.ok()) {
     r.first_error = Status(status.code(), fmt::format("stage {}: {}", w.stage, status.message()));
   }
+  WindowReported(r, w.stage);
+}
+
+void RestoreEngine::WindowReported(Request& r, uint32_t stage) {
   --r.windows_pending;
+  if (--r.stage_windows_pending[stage] == 0) {
+    metrics_->restore_stage(stage).Observe(std::chrono::duration<double>(Clock::now() - r.submitted).count());
+  }
   r.changed.notify_all();
 }
 

@@ -129,6 +129,9 @@ class RestoreEngine {
   void DropCorruptObject(const Window& w, uint64_t i);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
+  // REQUIRES: r.mu held. One of r's windows of `stage` is done (restored or not): the request
+  // and the stage wait for one window fewer; the stage's last is its restore time.
+  void WindowReported(Request& r, uint32_t stage);
   // Brackets one unpack: false (and nothing started) once the request was cancelled.
   bool BeginUnpack(Request& r);
   void EndUnpack(Request& r);

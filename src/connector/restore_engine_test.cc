@@ -102,6 +102,11 @@ TEST_P(RestoreEngineTest, RestoresWhatWasSavedIntoOtherBlocks) {
   const uint64_t all_bytes = 7 * (ns_.spec().stage_object_bytes(0) + ns_.spec().stage_object_bytes(1));
   EXPECT_EQ(metrics_.restore_bytes.load(), all_bytes);
   EXPECT_EQ(metrics_.restore_mapped_bytes.load(), GetParam().mapped ? all_bytes : 0);
+  // One restore: each of the two stages timed once, no other stage.
+  EXPECT_EQ(metrics_.restore_seconds.count(), 1u);
+  EXPECT_EQ(metrics_.restore_stage_seconds[0].count(), 1u);
+  EXPECT_EQ(metrics_.restore_stage_seconds[1].count(), 1u);
+  EXPECT_EQ(metrics_.restore_stage_seconds[2].count(), 0u);
 }
 
 TEST_P(RestoreEngineTest, GpuCachedTokensAreNotRewritten) {

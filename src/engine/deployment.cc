@@ -199,9 +199,13 @@ void Deployment::HandOff(InFlightRequest* r) {
     if (options_.devices.on_device()) h.decode_devices.push_back(d.rank_memory(rank).cuda_device());
   }
   h.decode_interleave = d.token_map().interleave;
+  const auto transfer_start = std::chrono::steady_clock::now();
   Result<uint64_t> moved = handoff_->Transfer(h);
   p.Release(r);
   if (!moved.ok()) return Fail(r, "handoff: " + moved.status().ToString());
+  handoff_metrics_.seconds.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - transfer_start).count());
+  handoff_metrics_.bytes.ObserveSteps(*moved);
   r->record.handoff_bytes = *moved;
   for (uint32_t rank = 0; rank < d.dcp_ranks(); ++rank) {
     r->record.verification_errors +=

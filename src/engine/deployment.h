@@ -97,6 +97,8 @@ class Deployment {
   // Every prefill instance's connector metrics (atomics: readable from any thread while the
   // deployment runs; the list is fixed at Create).
   std::vector<const connector::ConnectorMetrics*> connector_metrics() const;
+  // Every handoff's time and bytes (atomics, like the connector metrics).
+  const KvHandoffMetrics& handoff_metrics() const { return handoff_metrics_; }
   const ModelGeometry& geometry() const { return options_.geometry; }
   const connector::KvNamespace& kv_namespace() const { return *ns_; }
   bool uses_pool() const { return !options_.pools.empty(); }
@@ -131,6 +133,7 @@ class Deployment {
   std::vector<std::unique_ptr<DecodeInstance>> decode_;
   uint64_t next_request_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<InFlightRequest>> in_flight_;
+  KvHandoffMetrics handoff_metrics_;
 };
 
 }  // namespace kvpool::engine

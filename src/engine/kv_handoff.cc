@@ -40,4 +40,9 @@ Result<KvHandoffLayouts> HandoffLayoutsOf(const KvHandoffRequest& r) {
   return out;
 }
 
+void KvHandoffMetrics::AppendPrometheus(std::string* out) const {
+  seconds.AppendTo(out, "kvpool_handoff_seconds", "One request's KV handoff from prefill to decode, wall clock.");
+  bytes.AppendTo(out, "kvpool_handoff_bytes", "Bytes one request's KV handoff moved.");
+}
+
 }  // namespace kvpool::engine

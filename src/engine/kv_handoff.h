@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "common/histogram.h"
 #include "common/status.h"
 #include "connector/paged_kv_layout.h"
 #include "handoff/handoff_layouts.h"
@@ -44,6 +46,15 @@ struct KvHandoffLayouts {
   uint64_t bytes = 0;
 };
 Result<KvHandoffLayouts> HandoffLayoutsOf(const KvHandoffRequest& request);
+
+// What a process's handoffs took, for its /metrics: one request's Transfer (every stage into
+// every decode rank) in wall-clock seconds and in bytes moved. Read any time from any thread.
+struct KvHandoffMetrics {
+  Histogram seconds;
+  Histogram bytes{Histogram::kSizeBounds, Histogram::Unit::kBytes};
+  // kvpool_handoff_seconds and kvpool_handoff_bytes.
+  void AppendPrometheus(std::string* out) const;
+};
 
 class KvHandoff {
  public:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,15 @@ inline std::string HttpExchange(int port, std::string_view request) {
 
 inline std::string HttpGet(int port, std::string_view path) {
   return HttpExchange(port, "GET " + std::string(path) + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+}
+
+// The value of the sample `series` (name and labels, as the text writes them) in Prometheus
+// text, or -1 when the text has no such line.
+inline double SampleValue(std::string_view text, std::string_view series) {
+  const std::string line_start = "\n" + std::string(series) + " ";
+  const size_t at = text.find(line_start);
+  if (at == std::string_view::npos) return -1;
+  return std::strtod(std::string(text.substr(at + line_start.size(), 32)).c_str(), nullptr);
 }
 
 }  // namespace kvpool::http::testing

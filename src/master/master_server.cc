@@ -162,7 +162,7 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
         [s](std::string* body) {
           const std::shared_ptr<PoolMetadata> pool = s->pool();
           // A standby serves no pool: its pool figures are zero.
-          AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, body);
+          AppendPoolMetrics(pool ? pool->Stat() : PoolStats{}, s->options_.part, body);
           if (const Leadership* l = s->leadership_.get()) {
             AppendLeadershipMetrics({pool != nullptr, l->term(), l->elections_won(), l->failovers()}, body);
           } else {

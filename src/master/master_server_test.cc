@@ -181,6 +181,13 @@ TEST_F(MasterServerTest, MetricsAndHealthEndpoints) {
     proto::BatchExistsReply reply;
     ASSERT_TRUE(stub_->BatchExists(&context, request, &reply).ok());
   }
+  {
+    grpc::ClientContext context;
+    proto::BatchGetReplicasRequest request;
+    request.add_keys("tenant-a/missing");
+    proto::BatchGetReplicasReply reply;
+    ASSERT_TRUE(stub_->BatchGetReplicas(&context, request, &reply).ok());
+  }
   ASSERT_GT(server_->metrics_port(), 0);
   std::string health = HttpExchange(server_->metrics_port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(health.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << health;
@@ -195,6 +202,7 @@ TEST_F(MasterServerTest, MetricsAndHealthEndpoints) {
        {"kvpool_master_objects 0", "kvpool_master_capacity_bytes 1048576",
         segment_series.c_str(),
         "kvpool_master_evicted_objects_total 0", "kvpool_master_hits_total 0",
+        "kvpool_master_namespace_misses_total{namespace=\"tenant-a\",part=\"0\"} 1",
         "kvpool_master_rpc_total{method=\"BatchExists\"} 1",
         "kvpool_master_rpc_total{method=\"MountSegment\"} 1",
         "kvpool_master_rpc_latency_seconds_count{method=\"BatchExists\"} 1",

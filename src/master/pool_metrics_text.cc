@@ -8,7 +8,7 @@ namespace kvpool::master {
 
 
 
-void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
+void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out) {
   auto metric = [out](std::string_view name, std::string_view type, std::string_view help, uint64_t value) {
     AppendMetric(out, name, type, help, value);
   };
@@ -78,12 +78,13 @@ void AppendPoolMetrics(const PoolStats& stats, std::string* out) {
   per_segment("kvpool_master_segment_ssd_used_bytes", "Value bytes in the segment's store's SSD tier.",
               [](const SegmentStats& s) { return s.ssd_used_bytes; });
 
-  // One series per namespace of `list`: quotas' usage (gauges) or lookups (counters).
+  // One series per namespace of `list` in this part: quotas' usage (gauges) or lookups (counters).
   auto per_namespace = [&](std::string_view name, std::string_view type, std::string_view help, const auto& list,
                            auto value_of) {
     out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, help, type));
     for (const auto& n : list) {
-      out->append(fmt::format("{}{{namespace=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), value_of(n)));
+      out->append(
+          fmt::format("{}{{namespace=\"{}\",part=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), part, value_of(n)));
     }
   };
   per_namespace("kvpool_master_namespace_used_bytes", "gauge",

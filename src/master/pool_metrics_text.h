@@ -1,6 +1,7 @@
 // Prometheus text exposition of the pool's state (objects, bytes, evictions, hits).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -8,8 +9,9 @@
 
 namespace kvpool::master {
 
-// Appends gauges and counters describing `stats`.
-void AppendPoolMetrics(const PoolStats& stats, std::string* out);
+// Appends gauges and counters describing `stats`, the pool of part `part`; the per-namespace
+// series carry the part as a label, so the parts' hits and misses add up or compare.
+void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out);
 
 // Where this master stands in its part's election (a lone master always leads, term 0).
 struct LeadershipFigures {

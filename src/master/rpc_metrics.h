@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/latency_histogram.h"
+#include "common/histogram.h"
 
 namespace kvpool::master {
 
@@ -47,7 +47,7 @@ class RpcMetrics {
   struct PerMethod {
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> keys{0};
-    LatencyHistogram latency{kBucketSeconds};
+    Histogram latency{kBucketSeconds};
   };
   std::array<PerMethod, static_cast<size_t>(RpcMethod::kCount)> methods_;
 };

@@ -41,6 +41,8 @@ class PoolConnection {
 
   connector::ChunkStore* store() { return chunk_store_.get(); }
   const std::string& description() const { return description_; }
+  // The sizes of the requests this process's client gave its transfer engine.
+  const transfer::TransferMetrics& transfer_metrics() const { return client_->transfer_engine().metrics(); }
   // The embedded masters' counters, all parts together; nullopt for an existing pool.
   std::optional<PoolCounters> counters() const;
 

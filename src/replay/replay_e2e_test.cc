@@ -8,8 +8,12 @@
 #include "trace/mooncake_loader.h"
 #include "trace/trace_loader.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace kvpool::replay {
@@ -69,6 +73,9 @@ TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
 TEST(ReplayEndToEndTest, TheRunServesItsConnectorMetrics) {
   ReplayRunOptions o = TinyRun(true);
   o.metrics_listen = "127.0.0.1:0";
+  const std::string file = ::testing::TempDir() + "/replay-metrics.prom";
+  std::remove(file.c_str());
+  o.metrics_file = file;
   std::string metrics;
   o.on_progress = [&](const ReplayProgress& p) {
     ASSERT_GT(p.metrics_port, 0);
@@ -85,6 +92,38 @@ TEST(ReplayEndToEndTest, TheRunServesItsConnectorMetrics) {
         std::string("kvpool_connector_restore_seconds_bucket{le=\"+Inf\"} "), std::string("kvpool_connector_save_bytes_total ")}) {
     EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics.substr(0, 2000);
   }
+  // Beside the whole restore, each stage's own time; every handoff; every transfer request.
+  using http::testing::SampleValue;
+  const double restores = SampleValue(metrics, "kvpool_connector_restore_seconds_count");
+  EXPECT_GT(restores, 0) << metrics;
+  for (int stage = 0; stage < 4; ++stage) {
+    const double stage_restores =
+        SampleValue(metrics, fmt::format("kvpool_connector_restore_stage_seconds_count{{stage=\"{}\"}}", stage));
+    EXPECT_GT(stage_restores, 0) << stage;
+    EXPECT_LE(stage_restores, restores) << stage;
+  }
+  EXPECT_GE(SampleValue(metrics, "kvpool_handoff_seconds_count"), s->requests);
+  EXPECT_GT(SampleValue(metrics, "kvpool_handoff_bytes_sum"), 0);
+  // Restores on the same host map the segment rather than read it: reads may be none.
+  EXPECT_GE(SampleValue(metrics, "kvpool_transfer_request_bytes_count{op=\"read\"}"), 0);
+  EXPECT_GT(SampleValue(metrics, "kvpool_transfer_request_bytes_count{op=\"write\"}"), 0);
+  // The file holds the run's last word, the same as the endpoint's last answer.
+  std::ifstream in(file);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string& series : {std::string("kvpool_connector_lookups_total"), std::string("kvpool_handoff_seconds_count"),
+                                    std::string("kvpool_transfer_request_bytes_sum{op=\"read\"}")}) {
+    EXPECT_EQ(SampleValue("\n" + written, series), SampleValue(metrics, series)) << series;
+  }
+  std::remove(file.c_str());
+}
+
+TEST(ReplayEndToEndTest, AMetricsFileInAMissingFolderIsRefusedBeforeTheRun) {
+  ReplayRunOptions o = TinyRun(true);
+  o.metrics_file = "/nonexistent-kvpool-folder/run.prom";
+  auto s = RunReplay(SmallCorpus(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("does not exist"), std::string::npos) << s.status().ToString();
 }
 
 // Drops what depends on the wall clock (real timings, pacing lag), recursively.

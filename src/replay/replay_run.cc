@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/file_write.h"
 #include "engine/kv_cache_memory.h"
 #include "engine/network_kv_handoff.h"
 #include "replay/open_loop_driver.h"
@@ -83,6 +84,10 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     return InvalidArgument(fmt::format("a split pool on {} servers needs {} server pools, not {}", topology.servers,
                                        topology.servers, options.server_pools.size()));
   }
+  if (!options.metrics_file.empty()) {
+    const Status writable = CheckWritablePath(options.metrics_file);
+    if (!writable.ok()) return InvalidArgument("--metrics-file " + writable.message());
+  }
   if (options.ssd_tokens > 0 && (options.pool || !options.server_pools.empty())) {
     return InvalidArgument("an SSD tier size is for the embedded pools; an existing pool's stores have their own "
                            "(kvpool store --ssd)");
@@ -123,15 +128,19 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   } else {
     driver = std::make_unique<ReplayDriver>(corpus, options.replay, deployment->get(), &sim);
   }
-  // Declared after the deployment, whose connector metrics its handler reads: gone before it.
+  const auto append_metrics = [connectors = (*deployment)->connector_metrics(),
+                                handoff = &(*deployment)->handoff_metrics(), &pools](std::string* body) {
+    connector::ConnectorMetrics::AppendPrometheus(connectors, body);
+    handoff->AppendPrometheus(body);
+    transfer::TransferMetrics transfers;
+    for (const auto& p : pools) transfers.Add(p->transfer_metrics());
+    transfers.AppendPrometheus(body);
+  };
+  // Declared after the deployment and the pools, whose metrics its handler reads: gone before them.
   std::unique_ptr<http::MetricsEndpoint> metrics;
   if (!options.metrics_listen.empty()) {
-    auto started = http::MetricsEndpoint::StartMetricsAndHealth(
-        options.metrics_listen,
-        [connectors = (*deployment)->connector_metrics()](std::string* body) {
-          connector::ConnectorMetrics::AppendPrometheus(connectors, body);
-        },
-        [] { return std::string("ok\n"); });
+    auto started = http::MetricsEndpoint::StartMetricsAndHealth(options.metrics_listen, append_metrics,
+                                                                [] { return std::string("ok\n"); });
     if (!started.ok()) return started.status();
     metrics = std::move(started).value();
     spdlog::info("replay: connector metrics on http://{}:{}/metrics",
@@ -152,6 +161,11 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   };
   sim.Run(progress);
   progress();  // the last word: what the run ended with
+  if (!options.metrics_file.empty()) {
+    std::string text;
+    append_metrics(&text);
+    KVPOOL_RETURN_IF_ERROR(WriteFileWhole(options.metrics_file, text));
+  }
   ReplaySummary s = Summarize(driver->records(), driver->window_start_s(), driver->window_end_s(),
                               topology.total_gpus(options.geometry));
   s.mode = options.use_pool ? "pool" : "no-pool";

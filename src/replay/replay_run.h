@@ -63,9 +63,14 @@ struct ReplayRunOptions {
   // gpus > 0, which only it supports). "": gpu with gpus > 0, network otherwise.
   std::string handoff;
   std::function<void(const ReplayProgress&)> on_progress;  // about twice a second, and once at the end
-  // HTTP address of the run's /metrics and /health ("" for none): the prefill instances'
-  // connector counters and latency histograms, summed, while the run goes on.
+  // HTTP address of the run's /metrics and /health ("" for none) while the run goes on: the
+  // prefill instances' connector counters and latency histograms (summed), the handoffs' times
+  // and sizes, and the transfer requests' sizes.
   std::string metrics_listen;
+  // A file that gets the same Prometheus text when the run ends ("" for none), written whole
+  // (a temporary file renamed over it): for node_exporter's textfile collector, or a batch
+  // job's record. An unwritable path is an error before the run starts.
+  std::string metrics_file;
 };
 
 Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOptions& options);

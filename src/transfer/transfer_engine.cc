@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/checksum.h"
+#include "common/prometheus_text.h"
 #include "transfer/batch_state.h"
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
@@ -53,6 +54,7 @@ struct TransferEngine::Impl {
   const std::string host_id;
   ShmTransport shm;
   TcpTransport tcp;
+  TransferMetrics metrics;
 
   // Declared after the transports: channels die before the io threads they use.
   mutable std::mutex mu;
@@ -164,6 +166,7 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         group = groups.end() - 1;
       }
       group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant, r.checksum});
+      (r.kind == OpKind::kRead ? impl_->metrics.read_bytes : impl_->metrics.write_bytes).ObserveSteps(r.length);
     }
   }
   for (auto& [channel, ops] : groups) channel->Submit(ops, batch);
@@ -177,6 +180,20 @@ Status TransferEngine::Transfer(std::span<const TransferRequest> requests,
   Status status = batch->Wait(deadline);
   if (per_request != nullptr) *per_request = batch->results();
   return status;
+}
+
+const TransferMetrics& TransferEngine::metrics() const { return impl_->metrics; }
+
+void TransferMetrics::Add(const TransferMetrics& other) {
+  read_bytes.Add(other.read_bytes);
+  write_bytes.Add(other.write_bytes);
+}
+
+void TransferMetrics::AppendPrometheus(std::string* out, std::string_view labels) const {
+  constexpr const char* kName = "kvpool_transfer_request_bytes";
+  AppendHeader(out, kName, "histogram", "Bytes of each read or write request given to the transfer engine.");
+  read_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"read\""));
+  write_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"write\""));
 }
 
 Result<MappedRange> TransferEngine::MapForRead(uint64_t segment_id, uint64_t offset, uint64_t length) {

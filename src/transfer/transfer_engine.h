@@ -14,9 +14,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/access_grant.h"
+#include "common/histogram.h"
 #include "common/shared_secret.h"
 #include "common/status.h"
 
@@ -127,6 +129,15 @@ struct MappedRange {
   uint64_t length = 0;
 };
 
+// The sizes of the requests a TransferEngine was given, for its process's /metrics.
+struct TransferMetrics {
+  Histogram read_bytes{Histogram::kSizeBounds, Histogram::Unit::kBytes};
+  Histogram write_bytes{Histogram::kSizeBounds, Histogram::Unit::kBytes};
+  void Add(const TransferMetrics& other);  // this += other
+  // kvpool_transfer_request_bytes{op="read"|"write"}; `labels` as in AppendMetric.
+  void AppendPrometheus(std::string* out, std::string_view labels = {}) const;
+};
+
 class TransferEngine {
  public:
   explicit TransferEngine(TransferOptions options = {});
@@ -168,6 +179,8 @@ class TransferEngine {
 
   // Which transport a segment currently uses ("shm", "tcp"; "" if not open); for stats and tests.
   std::string TransportFor(uint64_t segment_id) const;
+  // Every valid request submitted so far, by size (atomics: read any time).
+  const TransferMetrics& metrics() const;
 
  private:
   struct Impl;
