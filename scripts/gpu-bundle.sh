@@ -13,7 +13,7 @@ BUILD=${BUILD:-build-gpu}
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=ON -DKVPOOL_BENCH=ON \
   -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
-programs=${PROGRAMS:-"gpu_chunk_packing_test gpu_checksum_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"}
+programs=${PROGRAMS:-"gpu_chunk_packing_test gpu_checksum_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool_handoff_network_bench kvpool"}
 ninja -C "$BUILD" -j "${JOBS:-$(nproc)}" $programs kvpool_python_core
 
 rm -rf .gpu-bundle

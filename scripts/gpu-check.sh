@@ -2,10 +2,13 @@
 # GPU proof for the connector, the handoff and the replay, on a machine with NVIDIA GPUs (H200,
 # sm_90). Runs the GPU tests and benchmarks and a `kvpool replay --gpu` sweep, writes logs and
 # results to $OUT (default ./out/gpu-check) and prints a short table last. Exits non-zero on any
-# mismatch or failed test.
+# mismatch or failed test. Back here, `scripts/collect_gpu_results.py OUT DATE COMMAND >
+# docs/results/gpu-check.json` keeps the run's raw results (the table is also OUT/summary.txt,
+# the machine OUT/gpu.txt and OUT/host.txt) and scripts/render_gpu_benchmarks.py draws the GPU
+# section of docs/benchmarks.md from them.
 #
 # CHECKS picks what runs (default all): tests (GPU gtests), benches (kernel, restore and handoff
-# benchmarks, torch baselines), torch (the PyTorch transformer restore test), replay (the replay
+# benchmarks, the handoff between processes, torch baselines), torch (the PyTorch transformer restore test), replay (the replay
 # sweep: REPLAY_SESSIONS, default 56,96; REPLAY_DURATION emulated seconds, default 600).
 #
 # Where the programs come from, first that works:
@@ -31,6 +34,8 @@ row() { table+=("$(printf '%-46s %s' "$1" "$2")"); }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1 || true
 echo "== GPU: $(cat "$OUT/gpu.txt")"
+{ nproc; lscpu | grep "Model name"; "$PY" -c "import torch; print('torch', torch.__version__)"
+  grep PRETTY_NAME /etc/os-release; } > "$OUT/host.txt" 2>/dev/null
 
 PYMOD=""  # folder holding the kvpool Python module, when there is one
 if [ -d .gpu-bundle/bin ]; then
@@ -51,7 +56,7 @@ elif cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=O
      -DPython_EXECUTABLE="$(command -v "$PY")" > "$OUT/configure.log" 2>&1; then
   mode=full
   BIN=build-gpu
-  targets="gpu_chunk_packing_test gpu_checksum_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool"
+  targets="gpu_chunk_packing_test gpu_checksum_test gpu_handoff_test gpu_handoff_network_test gpu_replay_test connector_bench restore_bench handoff_bench kvpool_handoff_network_bench kvpool"
   if grep -q kvpool_python build-gpu/build.ninja 2>/dev/null; then targets="$targets kvpool_python"; PYMOD=build-gpu/python; fi
   ninja -C build-gpu -j "$JOBS" $targets > "$OUT/build.log" 2>&1 || { echo "FAIL: build"; tail -30 "$OUT/build.log"; exit 1; }
 else
@@ -103,6 +108,7 @@ if want benches; then
   bench connector_bench "connector kernels: bytes check"
   bench restore_bench "restore from a storage service: bytes check"
   bench handoff_bench "handoff 94 MB example: bytes check" --sweep
+  bench kvpool_handoff_network_bench "handoff between processes (host memory): bytes check" --reps 5
 fi
 
 if want replay; then
@@ -149,7 +155,7 @@ fi
 
 echo
 echo "================ kvpool GPU check ($(cut -d, -f1 "$OUT/gpu.txt" | head -1), $(nvidia-smi -L 2>/dev/null | wc -l) GPUs) ================"
-for b in connector_bench restore_bench handoff_bench; do
+for b in connector_bench restore_bench handoff_bench kvpool_handoff_network_bench; do
   [ -f "$OUT/$b.log" ] && { echo "-- $b"; sed -n '/^what /,$p' "$OUT/$b.log"; }
 done
 [ -f "$OUT/replay-gpu.txt" ] && { echo "-- replay --gpu"; grep -E "^replay|throughput|prompt tokens|restore |handoff |errors" "$OUT/replay-gpu.txt"; }
@@ -157,6 +163,6 @@ done
 import json,sys
 for l in open('$OUT/index_select_bench.jsonl'):
     r=json.loads(l); print(f\"{r['what']:<40} {r['gbps']:>10.1f} GB/s\")"
-for r in "${table[@]}"; do echo "$r"; done
-echo "results in $OUT; exit $status"
+{ for r in "${table[@]}"; do echo "$r"; done
+  echo "results in $OUT; exit $status"; } | tee "$OUT/summary.txt"
 exit $status
