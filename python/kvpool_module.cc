@@ -221,9 +221,7 @@ class ProcessMetrics {
   // Reads only atomics: safe on any thread, without the GIL.
   void AppendTo(std::string* out) const {
     ConnectorMetrics::AppendPrometheus(connectors_, out);
-    transfer::TransferMetrics sum;
-    for (const transfer::TransferMetrics* t : transfers_) sum.Add(*t);
-    sum.AppendPrometheus(out);
+    transfer::TransferMetrics::AppendPrometheus(transfers_, out);
   }
 
  private:

@@ -8,8 +8,8 @@ namespace {
 template <typename T>
 void Append(std::string* out, std::string_view name, std::string_view type, std::string_view help, T value,
             std::string_view labels) {
-  out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0}{3}{4}{5} {6}\n", name, help, type,
-                          labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", value));
+  AppendHeader(out, name, type, help);
+  out->append(fmt::format("{}{}{}{} {}\n", name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", value));
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out) 
   metric("kvpool_master_ssd_hits_total", "counter", "Lookups that found the object on SSD.", t.ssd_hits);
 
   auto per_segment = [&](std::string_view name, std::string_view help, auto value_of) {
-    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n", name, help));
+    AppendHeader(out, name, "gauge", help);
     for (const auto& s : stats.segments) {
       out->append(fmt::format("{}{{segment=\"{}\",store=\"{}\"}} {}\n", name, s.info.id,
                               EscapeLabelValue(s.info.store_id), value_of(s)));
@@ -81,7 +81,7 @@ void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out) 
   // One series per namespace of `list` in this part: quotas' usage (gauges) or lookups (counters).
   auto per_namespace = [&](std::string_view name, std::string_view type, std::string_view help, const auto& list,
                            auto value_of) {
-    out->append(fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, help, type));
+    AppendHeader(out, name, type, help);
     for (const auto& n : list) {
       out->append(
           fmt::format("{}{{namespace=\"{}\",part=\"{}\"}} {}\n", name, EscapeLabelValue(n.name), part, value_of(n)));

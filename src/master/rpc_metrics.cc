@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/prometheus_text.h"
+
 namespace kvpool::master {
 
 std::string_view RpcMethodName(RpcMethod method) {
@@ -33,22 +35,19 @@ void RpcMetrics::Record(RpcMethod method, int64_t latency_ns, uint64_t keys) {
 
 void RpcMetrics::AppendPrometheus(std::string* out) const {
   auto append = [out](std::string_view text) { out->append(text); };
-  append("# HELP kvpool_master_rpc_total RPCs served, by method.\n");
-  append("# TYPE kvpool_master_rpc_total counter\n");
+  AppendHeader(out, "kvpool_master_rpc_total", "counter", "RPCs served, by method.");
   for (size_t i = 0; i < methods_.size(); ++i) {
     append(fmt::format("kvpool_master_rpc_total{{method=\"{}\"}} {}\n",
                        RpcMethodName(static_cast<RpcMethod>(i)),
                        methods_[i].calls.load(std::memory_order_relaxed)));
   }
-  append("# HELP kvpool_master_rpc_keys_total Keys (batch items) carried by RPCs, by method.\n");
-  append("# TYPE kvpool_master_rpc_keys_total counter\n");
+  AppendHeader(out, "kvpool_master_rpc_keys_total", "counter", "Keys (batch items) carried by RPCs, by method.");
   for (size_t i = 0; i < methods_.size(); ++i) {
     append(fmt::format("kvpool_master_rpc_keys_total{{method=\"{}\"}} {}\n",
                        RpcMethodName(static_cast<RpcMethod>(i)),
                        methods_[i].keys.load(std::memory_order_relaxed)));
   }
-  append("# HELP kvpool_master_rpc_latency_seconds Time the master spent serving an RPC.\n");
-  append("# TYPE kvpool_master_rpc_latency_seconds histogram\n");
+  AppendHeader(out, "kvpool_master_rpc_latency_seconds", "histogram", "Time the master spent serving an RPC.");
   for (size_t i = 0; i < methods_.size(); ++i) {
     methods_[i].latency.AppendSeries(out, "kvpool_master_rpc_latency_seconds",
                                      fmt::format("method=\"{}\"", RpcMethodName(static_cast<RpcMethod>(i))));

@@ -132,9 +132,9 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
                                 handoff = &(*deployment)->handoff_metrics(), &pools](std::string* body) {
     connector::ConnectorMetrics::AppendPrometheus(connectors, body);
     handoff->AppendPrometheus(body);
-    transfer::TransferMetrics transfers;
-    for (const auto& p : pools) transfers.Add(p->transfer_metrics());
-    transfers.AppendPrometheus(body);
+    std::vector<const transfer::TransferMetrics*> transfers;
+    for (const auto& p : pools) transfers.push_back(&p->transfer_metrics());
+    transfer::TransferMetrics::AppendPrometheus(transfers, body);
   };
   // Declared after the deployment and the pools, whose metrics its handler reads: gone before them.
   std::unique_ptr<http::MetricsEndpoint> metrics;

@@ -166,10 +166,14 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         group = groups.end() - 1;
       }
       group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant, r.checksum});
-      (r.kind == OpKind::kRead ? impl_->metrics.read_bytes : impl_->metrics.write_bytes).ObserveSteps(r.length);
     }
   }
-  for (auto& [channel, ops] : groups) channel->Submit(ops, batch);
+  for (auto& [channel, ops] : groups) {
+    for (const ChannelOp& op : ops) {
+      (op.kind == OpKind::kRead ? impl_->metrics.read_bytes : impl_->metrics.write_bytes).ObserveSteps(op.length);
+    }
+    channel->Submit(ops, batch);
+  }
   return std::make_unique<BatchHandle>(std::move(batch));
 }
 
@@ -184,16 +188,17 @@ Status TransferEngine::Transfer(std::span<const TransferRequest> requests,
 
 const TransferMetrics& TransferEngine::metrics() const { return impl_->metrics; }
 
-void TransferMetrics::Add(const TransferMetrics& other) {
-  read_bytes.Add(other.read_bytes);
-  write_bytes.Add(other.write_bytes);
-}
-
-void TransferMetrics::AppendPrometheus(std::string* out, std::string_view labels) const {
+void TransferMetrics::AppendPrometheus(std::span<const TransferMetrics* const> engines, std::string* out,
+                                       std::string_view labels) {
+  TransferMetrics sum;
+  for (const TransferMetrics* e : engines) {
+    sum.read_bytes.Add(e->read_bytes);
+    sum.write_bytes.Add(e->write_bytes);
+  }
   constexpr const char* kName = "kvpool_transfer_request_bytes";
   AppendHeader(out, kName, "histogram", "Bytes of each read or write request given to the transfer engine.");
-  read_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"read\""));
-  write_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"write\""));
+  sum.read_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"read\""));
+  sum.write_bytes.AppendSeries(out, kName, JoinLabels(labels, "op=\"write\""));
 }
 
 Result<MappedRange> TransferEngine::MapForRead(uint64_t segment_id, uint64_t offset, uint64_t length) {

@@ -133,9 +133,10 @@ struct MappedRange {
 struct TransferMetrics {
   Histogram read_bytes{Histogram::kSizeBounds, Histogram::Unit::kBytes};
   Histogram write_bytes{Histogram::kSizeBounds, Histogram::Unit::kBytes};
-  void Add(const TransferMetrics& other);  // this += other
-  // kvpool_transfer_request_bytes{op="read"|"write"}; `labels` as in AppendMetric.
-  void AppendPrometheus(std::string* out, std::string_view labels = {}) const;
+  // kvpool_transfer_request_bytes{op="read"|"write"} of several engines summed (a process's
+  // clients); `labels` as in AppendMetric.
+  static void AppendPrometheus(std::span<const TransferMetrics* const> engines, std::string* out,
+                               std::string_view labels = {});
 };
 
 class TransferEngine {
