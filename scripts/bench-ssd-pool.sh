@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One pipeline stage's share read back through the pool from DRAM and from the SSD tier, in one
-# run (issue 17): kvpool_ssd_pool_bench (bench/ssd_pool_bench.cc: a real master, a store with an
-# SSD tier on a file in SSD_DIR, the real client; every byte compared with what was put), and
+# run (issue 17): kvpool_ssd_pool_bench (bench/ssd_pool_bench.cc: real masters, stores with SSD
+# tiers on files in SSD_DIR, the real client; the tier read from its file by the client, through
+# the store over tcp, and loaded into DRAM first; every byte compared with what was put), and
 # fio reading as many bytes from a file in the same folder at the object size, queue depth 8,
 # O_DIRECT, as the disk's own figure. Raw results: docs/results/ssd-pool.json, rendered into
 # docs/benchmarks.md by scripts/render_ssd_benchmarks.py.
 #
-# usage: [SSD_DIR=/var/tmp] [SHARE=512MiB] [OBJECT=4MiB] [REPS=5] scripts/bench-ssd-pool.sh
+# usage: [SSD_DIR=/var/tmp] [SHARE=512MiB] [OBJECT=4MiB] [REPS=5] [BUILD=build] scripts/bench-ssd-pool.sh
+# (BUILD: a build folder to use; made with RelWithDebInfo when it has none yet.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SSD_DIR=${SSD_DIR:-/var/tmp}
@@ -14,12 +16,14 @@ SHARE=${SHARE:-512MiB}
 OBJECT=${OBJECT:-4MiB}
 REPS=${REPS:-5}
 command -v fio >/dev/null || { echo "bench-ssd-pool: fio not found (apt-get install fio)" >&2; exit 2; }
-cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build kvpool_ssd_pool_bench >/dev/null
+BUILD=${BUILD:-build}
+[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$BUILD" kvpool_ssd_pool_bench >/dev/null
 FILE=$(mktemp -p "$SSD_DIR" kvpool-ssd-pool-fio.XXXXXX)
 POOL=$(mktemp) FIO=$(mktemp)
 trap 'rm -f "$FILE" "$POOL" "$FIO"' EXIT
-build/bench/kvpool_ssd_pool_bench --dir "$SSD_DIR" --share "$SHARE" --object "$OBJECT" --reps "$REPS" >"$POOL"
+"$BUILD"/bench/kvpool_ssd_pool_bench --dir "$SSD_DIR" --share "$SHARE" --object "$OBJECT" --reps "$REPS" >"$POOL"
 fio --name=share --filename="$FILE" --ioengine=io_uring --direct=1 --rw=randread --bs="${OBJECT/iB/}" --iodepth=8 \
   --size="${SHARE/iB/}" --loops="$REPS" --output-format=json >"$FIO"
 /usr/bin/python3 - "$POOL" "$FIO" "$SSD_DIR" <<'PY'

@@ -13,7 +13,8 @@
 # scripts/render_ssd_benchmarks.py.
 #
 # usage: [SESSIONS=112] [DURATION=600] [IDLE_CAP=3600] [SMALLS="16000000 24000000"] [BIG=96000000]
-#        [SSD_FACTOR=4] [SSD_DIR=/var/tmp] scripts/bench-ssd-replay.sh
+#        [SSD_FACTOR=4] [SSD_GBPS=3.5] [SSD_DIR=/var/tmp] [BUILD=build] scripts/bench-ssd-replay.sh
+# (BUILD: a build folder to use; made with RelWithDebInfo when it has none yet.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-112}
@@ -23,24 +24,27 @@ SMALLS=${SMALLS:-16000000 24000000}
 BIG=${BIG:-96000000}
 SSD_FACTOR=${SSD_FACTOR:-4}
 SSD_DIR=${SSD_DIR:-/var/tmp}
-cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build kvpool >/dev/null
+SSD_GBPS=${SSD_GBPS:-3.5}
+BUILD=${BUILD:-build}
+[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$BUILD" kvpool >/dev/null
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 common=(--synth 393 --seed 1 --sessions "$SESSIONS" --duration "$DURATION" --idle-cap "$IDLE_CAP" --mode pool)
 run() {  # run NAME FLAGS...
   local name=$1; shift
   echo "== $name: kvpool replay ${common[*]} $*"
-  build/src/cli/kvpool replay "${common[@]}" "$@" --json "$OUT/$name.json"
+  "$BUILD"/src/cli/kvpool replay "${common[@]}" "$@" --json "$OUT/$name.json"
 }
 run unlimited --pool-tokens "$BIG"
 for small in $SMALLS; do
   run "dram-$small" --pool-tokens "$small"
-  run "ssd-$small" --pool-tokens "$small" --ssd-tokens $((SSD_FACTOR * small)) --ssd-dir "$SSD_DIR"
+  run "ssd-$small" --pool-tokens "$small" --ssd-tokens $((SSD_FACTOR * small)) --ssd-dir "$SSD_DIR" --ssd-gbps "$SSD_GBPS"
 done
-/usr/bin/python3 - "$OUT" "$SSD_DIR" "$SMALLS" "$BIG" "$SSD_FACTOR" "$IDLE_CAP" "${common[*]}" <<'PY'
+/usr/bin/python3 - "$OUT" "$SSD_DIR" "$SMALLS" "$BIG" "$SSD_FACTOR" "$IDLE_CAP" "${common[*]}" "$SSD_GBPS" <<'PY'
 import datetime, json, os, subprocess, sys
-out, ssd_dir, smalls, big, factor, idle_cap, common = sys.argv[1:]
+out, ssd_dir, smalls, big, factor, idle_cap, common, ssd_gbps = sys.argv[1:]
 fs = subprocess.run(["df", "--output=fstype,source", ssd_dir], capture_output=True, text=True).stdout.split("\n")[1].split()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 def run(name):
@@ -51,7 +55,7 @@ json.dump({"command": "scripts/bench-ssd-replay.sh", "date": datetime.date.today
                       + f", {os.cpu_count()} cores ({cpu})",
            "filesystem": f"{fs[0]} on {fs[1]}" if len(fs) == 2 else "?",
            "settings": {"replay": "kvpool replay " + common, "unlimited_pool_tokens": int(big),
-                        "ssd_factor": int(factor), "idle_cap_s": float(idle_cap)},
+                        "ssd_factor": int(factor), "idle_cap_s": float(idle_cap), "ssd_gbps": float(ssd_gbps)},
            "unlimited": run("unlimited"), "sizes": sizes},
           open("docs/results/ssd-replay.json", "w"), indent=1)
 PY

@@ -52,6 +52,10 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
       },
       "NAMESPACE=SIZE, repeatable: the namespace (a key's part before its first '/'; a model's KV is one) may hold "
       "this many value bytes, and evicts its own objects first to stay within it");
+  cmd->add_flag("--promote-on-hit", o.promote_on_hit,
+               "a lookup that finds objects in a store's SSD tier loads them back into its DRAM segment first "
+               "(they are hot again) instead of sending the client to read them from the tier's file")
+      ->capture_default_str();
   AddByteSizeOption(cmd, "--default-namespace-quota", o.namespace_quotas.default_bytes,
                     "the quota of every namespace not named by --namespace-quota (0: none)");
 }

@@ -61,6 +61,7 @@ struct ReplayFlags {
   uint64_t seed = 1;
   uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
   uint64_t ssd_tokens = 0;  // the embedded pool's SSD tier (0: none)
+  double ssd_gbps = engine::CostModelParams::Published().ssd_read_bytes_per_s_per_gpu / 1e9;
   std::string ssd_dir;
   double idle_cap_s = 300;
   std::string metrics_listen;  // "": no /metrics
@@ -282,6 +283,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.idle_cap_s = f.idle_cap_s;
       o.ssd_tokens = f.ssd_tokens;
       o.ssd_dir = f.ssd_dir;
+      o.cost.ssd_read_bytes_per_s_per_gpu = f.ssd_gbps * 1e9;
       o.metrics_listen = f.metrics_listen;
       o.metrics_file = f.metrics_file;
       o.replay.seed = f.seed;
@@ -445,6 +447,10 @@ void AddReplayCommand(CLI::App& app) {
   caps->add_option("--pool-tokens", f.pool_tokens, "pool capacity");
   caps->add_option("--ssd-tokens", f.ssd_tokens,
                    "an SSD tier of this many tokens under the embedded pool's DRAM (0: none; issue 17)");
+  cmd->add_option("--ssd-gbps", f.ssd_gbps,
+                  "emulated: GB/s at which one stage GPU's restore reads chunks found on the SSD tier")
+      ->check(CLI::Range(0.01, 1000.0))
+      ->capture_default_str();
   cmd->add_option("--ssd-dir", f.ssd_dir, "folder for the embedded pool's SSD tier files (default: its temporary folder)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--metrics-listen", f.metrics_listen,

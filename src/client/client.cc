@@ -198,7 +198,7 @@ struct Client::Impl {
         auto& replicas = out.replicas_[i];
         replicas.reserve(e.replicas());
         for (size_t r = 0; r < e.replicas(); ++r) {
-          replicas.push_back({EngineSegmentId(c.part, e.segment_id(r)), e.offset(r), e.grant(r)});
+          replicas.push_back({EngineSegmentId(c.part, e.segment_id(r)), e.offset(r), e.grant(r), e.on_ssd});
         }
         // Same-host replicas first: they are read by memcpy, not over a socket.
         std::stable_partition(replicas.begin(), replicas.end(), [&](const LookupResult::Replica& r) {
@@ -207,6 +207,31 @@ struct Client::Impl {
       }
     }
     if (lease_end) out.lease_deadline_ = *lease_end;
+    return out;
+  }
+
+  // Runs `requests`: the segment reads waited for until `deadline`, the tier reads until
+  // `tier_deadline` (two batches in flight at once). One status per request, in order.
+  std::vector<Status> TransferWithDeadlines(std::span<const transfer::TransferRequest> requests, SteadyTime deadline,
+                                            SteadyTime tier_deadline) {
+    std::vector<transfer::TransferRequest> of[2];  // [0] segment reads, [1] tier reads
+    std::vector<size_t> at[2];
+    for (size_t q = 0; q < requests.size(); ++q) {
+      const int k = requests[q].from_tier ? 1 : 0;
+      of[k].push_back(requests[q]);
+      at[k].push_back(q);
+    }
+    std::unique_ptr<transfer::TransferBatch> batches[2];
+    for (int k = 0; k < 2; ++k) {
+      if (!of[k].empty()) batches[k] = engine.Submit(of[k]);
+    }
+    std::vector<Status> out(requests.size(), Internal("transfer engine lost a result"));
+    for (int k = 0; k < 2; ++k) {
+      if (!batches[k]) continue;
+      (void)batches[k]->Wait(k == 0 ? deadline : tier_deadline);
+      const std::vector<Status>& results = batches[k]->results();
+      for (size_t n = 0; n < at[k].size() && n < results.size(); ++n) out[at[k][n]] = results[n];
+    }
     return out;
   }
 
@@ -220,7 +245,10 @@ struct Client::Impl {
     const bool verify = check == ChecksumCheck::kBeforeAnswer;
     std::vector<Result<uint64_t>> results(indices.size(), Result<uint64_t>(Internal("not attempted")));
     const SteadyTime lease_end = lookup.lease_deadline();
-    const SteadyTime deadline = std::min(lease_end, Now() + options.transfer_timeout);
+    // Reads of segments end within their lease (invariant 1). Reads of SSD tiers hold no lease
+    // (the store does not pin the slot; the checksum catches a reused one): the timeout only.
+    const SteadyTime tier_deadline = Now() + options.transfer_timeout;
+    const SteadyTime deadline = std::min(lease_end, tier_deadline);
     struct Pending {
       size_t j;  // position in `indices`
       size_t i;  // lookup entry
@@ -247,10 +275,14 @@ struct Client::Impl {
     }
 
     for (size_t attempt = 0; !pending.empty(); ++attempt) {
-      if (Now() >= deadline) {
-        for (const Pending& p : pending) results[p.j] = Timeout("lease ended before the read could start");
-        break;
-      }
+      std::erase_if(pending, [&](const Pending& p) {
+        const bool tier = (*p.replicas)[attempt].on_ssd;
+        if (Now() < (tier ? tier_deadline : deadline)) return false;
+        results[p.j] = Timeout(tier ? "the transfer timeout passed before the read could start"
+                                    : "lease ended before the read could start");
+        return true;
+      });
+      if (pending.empty()) break;
       // The transports hash what they read as it lands (a value read once, from cache).
       std::vector<uint64_t> checksums(pending.size(), 0);
       std::vector<transfer::TransferRequest> requests;
@@ -258,19 +290,22 @@ struct Client::Impl {
       for (size_t q = 0; q < pending.size(); ++q) {
         const Pending& p = pending[q];
         const LookupResult::Replica& r = (*p.replicas)[attempt];
+        const bool hash = (verify || r.on_ssd) && p.buffer.size() <= transfer::kMaxHashedReadBytes;
         requests.push_back({transfer::OpKind::kRead, p.buffer.data(), r.segment_id, r.offset, p.buffer.size(), r.grant,
-                            verify && p.buffer.size() <= transfer::kMaxHashedReadBytes ? &checksums[q] : nullptr});
+                            hash ? &checksums[q] : nullptr, r.on_ssd});
       }
-      std::vector<Status> per_request;
-      (void)engine.Transfer(requests, deadline, &per_request);
-      per_request.resize(requests.size(), Internal("transfer engine lost a result"));
+      // A value on SSD is checked whatever the caller asked: its slot is not pinned.
+      const auto checked = [&](size_t q) { return verify || requests[q].from_tier; };
+      const std::vector<Status> per_request = TransferWithDeadlines(requests, deadline, tier_deadline);
       const bool lease_over = Now() > lease_end;
+      // Reads that finished after their lease may hold overwritten bytes; tier reads have none.
+      const auto late = [&](size_t q) { return lease_over && !requests[q].from_tier; };
       // Values too long to hash as they land are hashed now, on the checksum pool's threads.
-      if (verify && !lease_over) {
+      {
         std::vector<std::span<const std::byte>> values;
         std::vector<size_t> read;
         for (size_t q = 0; q < requests.size(); ++q) {
-          if (!per_request[q].ok() || requests[q].checksum != nullptr) continue;
+          if (!per_request[q].ok() || late(q) || !checked(q) || requests[q].checksum != nullptr) continue;
           values.push_back(pending[q].buffer);
           read.push_back(q);
         }
@@ -282,10 +317,11 @@ struct Client::Impl {
       for (size_t q = 0; q < requests.size(); ++q) {
         const Pending& p = pending[q];
         Status s = per_request[q];
-        if (s.ok() && lease_over) s = Timeout("read finished after its lease ended");
-        if (s.ok() && verify && checksums[q] != lookup.checksums_[p.i]) {
+        if (s.ok() && late(q)) s = Timeout("read finished after its lease ended");
+        if (s.ok() && checked(q) && checksums[q] != lookup.checksums_[p.i]) {
           checksum_mismatches.fetch_add(1, std::memory_order_relaxed);
-          s = Corrupt(fmt::format("the bytes read from segment {} at offset {} do not match the value's checksum",
+          s = Corrupt(fmt::format("the bytes read from {} {} at offset {} do not match the value's checksum",
+                                  requests[q].from_tier ? "the SSD tier of segment" : "segment",
                                   requests[q].segment_id & ((uint64_t{1} << kPartShift) - 1), requests[q].offset));
         }
         if (s.ok()) {
@@ -513,6 +549,7 @@ Result<transfer::MappedRange> Client::MapLookedUp(const LookupResult& lookup, si
   if (std::chrono::steady_clock::now() >= lookup.lease_deadline()) return Timeout("lease ended before the map");
   Status last = Unavailable("no replica to map");
   for (const LookupResult::Replica& r : lookup.replicas_[index]) {
+    if (r.on_ssd) return Unavailable("the value is in its store's SSD tier: read it with ReadLookedUp");
     auto mapped = impl_->engine.MapForRead(r.segment_id, r.offset, lookup.length(index).value());
     if (mapped.ok()) return mapped;
     last = mapped.status();

@@ -95,6 +95,9 @@ class LookupResult {
   // The writer's checksum of a found key's value (common/checksum.h). ReadLookedUp checks it;
   // a reader of mapped bytes (MapLookedUp) must check it itself.
   uint64_t checksum(size_t index) const { return checksums_[index]; }
+  // A found key whose value is read from its store's SSD tier (the master did not load it
+  // back into DRAM): ReadLookedUp reads it from the tier's file; MapLookedUp cannot map it.
+  bool on_ssd(size_t index) const { return !replicas_[index].empty() && replicas_[index].front().on_ssd; }
   std::chrono::steady_clock::time_point lease_deadline() const { return lease_deadline_; }
 
  private:
@@ -102,6 +105,7 @@ class LookupResult {
   struct Replica {
     uint64_t segment_id, offset;
     AccessGrant grant;  // a tenant's read grant (common/access_grant.h); empty for the pool's secret
+    bool on_ssd = false;  // in its store's SSD tier: offset is into the tier's file (a tier read)
   };
   std::vector<Result<uint64_t>> lengths_;
   std::vector<uint64_t> checksums_;
@@ -174,13 +178,17 @@ class Client {
   LookupResult BatchLookup(std::span<const std::string> keys);
   // Reads lookup entries `indices` into `buffers` (one per index). A buffer smaller than its
   // value gives INVALID_ARGUMENT; a read finishing after the lease deadline gives TIMEOUT.
+  // Values on SSD are read from the tier's file and always checked against their checksum,
+  // even with ChecksumCheck::kNone: the store does not pin them (CORRUPT if their slot was
+  // reused meanwhile), so no lease bounds their reads either, only transfer_timeout.
   std::vector<Result<uint64_t>> ReadLookedUp(const LookupResult& lookup, std::span<const size_t> indices,
                                              std::span<const ValueBuffer> buffers,
                                              ChecksumCheck check = ChecksumCheck::kBeforeAnswer);
 
   // Zero copy on the same host: lookup entry `index`'s bytes, mapped in place from a same-host
   // replica's segment (transfer::TransferEngine::MapForRead). UNAVAILABLE when no replica is
-  // on this host (read it with ReadLookedUp instead), TIMEOUT once the lease has ended.
+  // on this host or the value is on SSD (read it with ReadLookedUp instead), TIMEOUT once the
+  // lease has ended.
   // REQUIRES: the caller uses the bytes only while the lease holds, checks both
   // `lookup.lease_deadline()` and `mapping->served()` after it is done with them — a consumer
   // that finishes later must discard what it read — and discards them unless their checksum

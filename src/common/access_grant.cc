@@ -36,7 +36,7 @@ AccessGrant IssueGrant(const SharedSecret& pool, GrantOp op, uint64_t segment_id
 
 Status CheckGrant(const SharedSecret& pool, const AccessGrant& grant, GrantOp op, uint64_t segment_id,
                   uint64_t offset, uint64_t length, int64_t now_unix_ms) {
-  const char* what = op == GrantOp::kRead ? "read" : "write";
+  const char* what = op == GrantOp::kRead ? "read" : op == GrantOp::kWrite ? "write" : "tier read";
   if (grant.empty()) return PermissionDenied(fmt::format("a tenant's {} needs the master's grant; none came", what));
   const std::array<uint8_t, 16> expected =
       Mac(pool, op, segment_id, grant.offset, grant.length, grant.expiry_unix_ms);

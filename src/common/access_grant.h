@@ -19,7 +19,9 @@
 
 namespace kvpool {
 
-enum class GrantOp : uint8_t { kRead = 1, kWrite = 2 };
+// kReadTier: a read of the segment's store's SSD tier file, whose offsets are not the
+// segment's (a grant for one never opens the other).
+enum class GrantOp : uint8_t { kRead = 1, kWrite = 2, kReadTier = 3 };
 
 struct AccessGrant {
   static constexpr size_t kWireSize = 40;  // expiry u64 | offset u64 | length u64 | mac 16 bytes (LE)

@@ -27,6 +27,9 @@ namespace kvpool::engine {
 //  * Restore: each prefill GPU reads and unpacks its share of a 120K-token history (20
 //    layers x 624 B = 12.5 KB/token: 1.5 GB) in the published median 150-220 ms: ~8 GB/s
 //    per GPU (PCIe/RDMA-limited) plus 10 ms of lookup and setup.
+//  * SSD tier (issue 17; not in the published system, which names it future work): a server
+//    with four PCIe Gen4 NVMe drives reads ~28 GB/s in large requests, so each of its 8 GPUs
+//    restores from SSD at ~3.5 GB/s when all restore at once.
 //  * Handoff: gather/large-write/scatter moves a request's 48.7 KB/token over the 4 links
 //    at ~40 GB/s aggregate plus 5 ms: a 140K-token request (6.8 GB) in ~0.18 s.
 //  * Rails (four-server cluster): 400 Gb/s RoCE per NIC, one NIC per GPU: 50 GB/s each way.
@@ -43,6 +46,7 @@ CostModelParams CostModelParams::Published() {
   p.decode_s_per_context_token = 2e-9;
   p.restore_fixed_s = 0.010;
   p.restore_bytes_per_s_per_gpu = 8e9;
+  p.ssd_read_bytes_per_s_per_gpu = 3.5e9;
   p.handoff_fixed_s = 0.005;
   p.handoff_bytes_per_s = 40e9;
   p.rail_bytes_per_s_per_nic = 50e9;
@@ -75,10 +79,14 @@ double CostModel::DecodeStepSeconds(uint64_t batch, uint64_t total_context_token
          params_.decode_s_per_context_token * static_cast<double>(total_context_tokens);
 }
 
-double CostModel::StageRestoreSeconds(uint32_t stage, uint64_t tokens) const {
+double CostModel::StageRestoreSeconds(uint32_t stage, uint64_t tokens, uint64_t ssd_tokens) const {
   if (tokens == 0) return 0;
-  const double bytes = static_cast<double>(tokens) * static_cast<double>(geometry_.reference_stage_bytes_per_token(stage));
-  return params_.restore_fixed_s + bytes / params_.restore_bytes_per_s_per_gpu;
+  const double per_token = static_cast<double>(geometry_.reference_stage_bytes_per_token(stage));
+  const double dram_bytes = static_cast<double>(tokens - ssd_tokens) * per_token;
+  const double ssd_bytes = static_cast<double>(ssd_tokens) * per_token;
+  const double ssd_rate = std::min(params_.restore_bytes_per_s_per_gpu, params_.ssd_read_bytes_per_s_per_gpu);
+  return params_.restore_fixed_s + dram_bytes / params_.restore_bytes_per_s_per_gpu +
+         (ssd_tokens > 0 ? ssd_bytes / ssd_rate : 0);
 }
 
 double CostModel::HandoffSeconds(uint64_t tokens) const {

@@ -12,7 +12,8 @@
 // Decode (one instance): a step produces one token for each of `batch` sequences and reads
 // the KV of all of them:  overhead + per_sequence * batch + per_context_token * total_context.
 // Restore / handoff: reference bytes (the published model's) over a per-GPU bandwidth, so a
-// byte-scaled run still reports published-scale times.
+// byte-scaled run still reports published-scale times; a restore's bytes that come from the SSD
+// tier go at the SSD's bandwidth instead.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,9 @@ struct CostModelParams {
   double decode_s_per_context_token = 0;
   double restore_fixed_s = 0;              // per restore: lookup, leases, first window
   double restore_bytes_per_s_per_gpu = 0;  // pool -> one stage GPU's paged cache
+  // The share of its store's SSD tier one stage GPU reads at when its restore finds chunks
+  // there (read from the file, then the same path on): those bytes go at the slower of the two.
+  double ssd_read_bytes_per_s_per_gpu = 0;
   double handoff_fixed_s = 0;
   double handoff_bytes_per_s = 0;          // prefill -> decode, all links of one request
   // Between servers (rail_network.h): each NIC, each direction. <= 0: unlimited.
@@ -59,8 +63,9 @@ class CostModel {
   double PrefillStageSeconds(uint32_t stage, std::span<const PrefillSlice> slices) const;
   // REQUIRES: batch >= 1.
   double DecodeStepSeconds(uint64_t batch, uint64_t total_context_tokens) const;
-  // Time for pipeline stage `stage` to read and unpack `tokens` restored tokens.
-  double StageRestoreSeconds(uint32_t stage, uint64_t tokens) const;
+  // Time for pipeline stage `stage` to read and unpack `tokens` restored tokens, `ssd_tokens`
+  // of which its store read from the SSD tier. REQUIRES: ssd_tokens <= tokens.
+  double StageRestoreSeconds(uint32_t stage, uint64_t tokens, uint64_t ssd_tokens = 0) const;
   // Time to hand `tokens` of one request's KV (every stage) to decode.
   double HandoffSeconds(uint64_t tokens) const;
 

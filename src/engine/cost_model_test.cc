@@ -66,6 +66,18 @@ TEST(CostModelTest, RestoreOfATypicalHistoryMatchesThePublishedMedian) {
   EXPECT_EQ(m.StageRestoreSeconds(0, 0), 0);
 }
 
+// Chunks read from the SSD tier go at its share of the drives' rate, the rest as before.
+TEST(CostModelTest, ChunksFromSsdGoAtTheSsdsRate) {
+  const CostModel m = Published();
+  const double dram = m.StageRestoreSeconds(0, 120'000);
+  const double ssd = m.StageRestoreSeconds(0, 120'000, 120'000);
+  const double half = m.StageRestoreSeconds(0, 120'000, 60'000);
+  const double fixed = m.params().restore_fixed_s;
+  EXPECT_NEAR((ssd - fixed) / (dram - fixed),
+              m.params().restore_bytes_per_s_per_gpu / m.params().ssd_read_bytes_per_s_per_gpu, 1e-9);
+  EXPECT_NEAR(half, (dram + ssd) / 2, 1e-9);
+}
+
 TEST(CostModelTest, ScaledGeometryKeepsPublishedTimes) {
   const CostModel published = Published();
   const CostModel scaled(CostModelParams::Published(), GeometryPreset("scaled").value());

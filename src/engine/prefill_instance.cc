@@ -158,12 +158,27 @@ void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, u
   if (out.restored_tokens > 0) {
     const uint64_t end = gpu_tokens + out.restored_tokens;
     const connector::KvModelSpec& spec = ctx_.ns->spec();
+    // Restores take whole chunks from the hit's first on; those some stage read from SSD.
+    const uint64_t chunks = out.restored_tokens / hit->chunk_tokens;
+    std::vector<uint64_t> ssd_chunks(spec.num_stages(), 0);
+    uint64_t any_ssd_chunks = 0;
+    for (uint64_t c = 0; c < chunks; ++c) {
+      bool any = false;
+      for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+        const bool on_ssd = hit->lookup->on_ssd(hit->lookup_index(c, s));
+        ssd_chunks[s] += on_ssd ? 1 : 0;
+        any = any || on_ssd;
+      }
+      any_ssd_chunks += any ? 1 : 0;
+    }
+    r->record.pool_ssd_tokens = any_ssd_chunks * hit->chunk_tokens;
     for (uint32_t s = 0; s < spec.num_stages(); ++s) {
       r->record.verification_errors +=
           CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
       // The stage reads at its own pace, and no sooner than the rails deliver its bytes.
       const double rail_s = PoolRailEnd(s, out.restored_tokens, /*to_pool=*/false) - ctx_.sim->now();
-      r->record.stage_restore_s.push_back(std::max(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens),
+      const uint64_t ssd_tokens = ssd_chunks[s] * hit->chunk_tokens;
+      r->record.stage_restore_s.push_back(std::max(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens, ssd_tokens),
                                                    rail_s > 0 ? ctx_.cost->params().restore_fixed_s + rail_s : 0));
     }
     r->record.pool_tokens = out.restored_tokens;

@@ -30,6 +30,7 @@ struct RequestRecord {
   uint64_t gpu_cached_tokens = 0;
   uint64_t pool_tokens = 0;
   uint64_t computed_tokens = 0;
+  uint64_t pool_ssd_tokens = 0;  // of pool_tokens: chunks some stage read from the SSD tier
   // Tokens an unbounded prefix cache would have served (the trace's reuse ceiling walk).
   uint64_t ceiling_hit_tokens = 0;
 

@@ -61,6 +61,7 @@ PoolOptions PoolOptionsFrom(const MasterOptions& o) {
   p.max_key_bytes = o.max_key_bytes;
   p.max_value_bytes = o.max_value_bytes;
   p.quotas = o.namespace_quotas;
+  p.promote_on_hit = o.promote_on_hit;
   return p;
 }
 

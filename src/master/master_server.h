@@ -68,6 +68,9 @@ struct MasterOptions {
   proto::RpcServerSecurity security;
   // A byte quota per namespace: the part of a key before its first '/' (namespace_quotas.h).
   QuotaOptions namespace_quotas;
+  // PoolOptions::promote_on_hit: a lookup loads SSD objects back into DRAM instead of sending
+  // the client to read them from the tier's file.
+  bool promote_on_hit = false;
 };
 
 class MasterServer {

@@ -352,10 +352,10 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext* context,
       out.Miss(proto::INTERNAL, "the master found the object but no copy of it");
       continue;
     }
-    out.Hit(result.length, result.checksum, static_cast<uint32_t>(result.replicas.size()));
+    out.Hit(result.length, result.checksum, static_cast<uint32_t>(result.replicas.size()), result.on_ssd);
     for (const ReplicaView& r : result.replicas) {
       out.Replica(r.segment_id, r.offset);
-      if (caller) out.Grant(GrantFor(GrantOp::kRead, r, result.length, got.lease_ms));
+      if (caller) out.Grant(GrantFor(result.on_ssd ? GrantOp::kReadTier : GrantOp::kRead, r, result.length, got.lease_ms));
     }
   }
   for (const SegmentInfo& info : got.segments) ToProto(info, reply->add_segments());

@@ -59,4 +59,11 @@ inline proto::IndexRecord DropSsdRecord(const std::string& key, uint64_t put_id)
   return record;
 }
 
+inline proto::IndexRecord TouchSsdRecord(const std::string& key) {
+  proto::IndexRecord record;
+  record.set_op(proto::IndexRecord::TOUCH_SSD);
+  record.mutable_entry()->set_key(key);
+  return record;
+}
+
 }  // namespace kvpool::master::internal

@@ -576,11 +576,23 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
         ++shard.misses;
         outcomes[i] = NamespaceHits::Outcome::kMiss;
         result.status = NotReady(fmt::format("key {} is being loaded from SSD for another read", QuoteKey(keys[i])));
-      } else if (it->second.tier == ObjectTier::kSsd) {
+      } else if (it->second.tier == ObjectTier::kSsd && options_.promote_on_hit) {
         ++shard.hits;
         outcomes[i] = NamespaceHits::Outcome::kHit;
         const ObjectMeta& meta = it->second;
         ssd_reads.push_back({i, meta.replicas.begin()->segment, meta.length, meta.put_id});
+      } else if (it->second.tier == ObjectTier::kSsd) {
+        ++shard.hits;
+        outcomes[i] = NamespaceHits::Outcome::kHit;
+        ssd_hits_.fetch_add(1, std::memory_order_relaxed);
+        const ObjectMeta& meta = it->second;
+        const PlacedReplica& replica = *meta.replicas.begin();
+        if (replica.segment->journal()) replica.segment->journal()->Append(internal::TouchSsdRecord(it->first));
+        result.length = meta.length;
+        result.checksum = meta.checksum;
+        result.replicas = ViewsOf(meta);
+        result.on_ssd = true;
+        NoteSegments(meta.replicas, &referenced);
       } else {
         ++shard.hits;
         outcomes[i] = NamespaceHits::Outcome::kHit;

@@ -74,6 +74,10 @@ struct PoolOptions {
   // Demotion to the stores' SSD tiers (pool_tiering.cc): at most this many bytes on their way
   // at once; a background pass that finds the queue full stops and lets it drain.
   uint64_t max_demoting_bytes = uint64_t{256} << 20;
+  // A lookup that finds an object on SSD: false (the default) answers where it lies in the
+  // store's tier file, for the client to read it from there into its own buffer (no DRAM
+  // taken, no wait for a load); true loads it into the segment first and answers that copy.
+  bool promote_on_hit = false;
 };
 
 struct PutOptions {
@@ -111,6 +115,7 @@ struct GetResult {
   uint64_t length = 0;
   uint64_t checksum = 0;
   std::vector<ReplicaView> replicas;
+  bool on_ssd = false;  // the one replica is in its store's SSD tier; its offset is into the file
 };
 
 struct BatchGetResult {

@@ -7,7 +7,13 @@
 //            the writer's checksum, and reports DEMOTED (the segment bytes are then freed, or
 //            when the last lease on them ends) or DEMOTE_FAILED (dropped, as eviction would).
 //            At most max_demoting_bytes are on their way at once.
-//   read     a lookup that finds an object on SSD allocates a range of its store's segment,
+//   read     a lookup that finds an object on SSD answers where its value lies in the store's
+//            tier file (the store reported it with DEMOTED, or announced it at a mount), and
+//            journals TOUCH_SSD so the store's tier counts it as used. The client reads the
+//            file (transfer: a tier read) and checks the bytes against the checksum: the store
+//            does not pin the slot, and a slot it reused meanwhile is a checksum mismatch,
+//            never bytes served. With promote_on_hit instead:
+//   promote  a lookup that finds an object on SSD allocates a range of its store's segment,
 //            journals PROMOTE and waits: the store loads the object there (checked against
 //            its checksum) before it confirms the record, or reports PROMOTE_FAILED with the
 //            confirmation. Confirmed, the object is a segment object again (kDram), answered
@@ -84,7 +90,7 @@ void PoolMetadata::ApplyTierReports(uint64_t segment_id,
           if (meta && meta->tier == ObjectTier::kDemoting) {
             // On SSD from now on; the segment bytes go once no lease covers them.
             std::vector<PlacedReplica> dram = meta->replicas.Take();
-            meta->replicas.push_back(PlacedReplica{segment, 0, 0});
+            meta->replicas.push_back(PlacedReplica{segment, report.ssd_offset(), 0});  // in the file
             meta->tier = ObjectTier::kSsd;
             arrived_bytes = meta->length;  // no longer on its way once its segment bytes are free
             segment->AddSsdObject(static_cast<int64_t>(meta->length), 1);
@@ -177,7 +183,7 @@ uint64_t PoolMetadata::TakeSsdObjects(uint64_t segment_id, std::span<const proto
     quotas_.Charge(NamespaceOf(e->key()), e->length());  // admitted once already
     meta.length = e->length();
     meta.checksum = e->checksum();
-    meta.replicas.push_back(PlacedReplica{segment, 0, 0});
+    meta.replicas.push_back(PlacedReplica{segment, e->offset(), 0});  // where it lies in the tier's file
     meta.state = ObjectState::kComplete;
     meta.tier = ObjectTier::kSsd;
     // A fresh put id: the store's SSD tier keeps none, and one from the entry could be a

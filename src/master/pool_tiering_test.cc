@@ -27,6 +27,7 @@ class PoolTieringTest : public ::testing::Test {
     PoolOptions options;
     options.high_watermark = 0.5;
     options.evict_fraction = 0.25;
+    options.promote_on_hit = promote_on_hit_;
     pool_ = std::make_unique<PoolMetadata>(options, &clock_);
     SegmentInfo info;
     info.store_id = "store";
@@ -89,8 +90,11 @@ class PoolTieringTest : public ::testing::Test {
     r->set_kind(kind);
     r->set_key(record.entry().key());
     r->set_put_id(record.entry().put_id());
+    r->set_ssd_offset(SsdOffsetOf(record));
     pool_->ApplyTierReports(id_, reports);
   }
+  // Where the store would say it wrote a demoted object in its file (any distinct place).
+  static uint64_t SsdOffsetOf(const proto::IndexRecord& record) { return 4096 + record.entry().offset() * 2; }
 
   Status Put(const std::string& key, const std::string& group = "") {
     PutStartItem item{key, kObject, group, 0x1234};
@@ -110,6 +114,7 @@ class PoolTieringTest : public ::testing::Test {
     return flags[0] == 1;
   }
 
+  bool promote_on_hit_ = false;  // PoolOptions::promote_on_hit, read by SetUp
   ManualClock clock_;
   std::unique_ptr<PoolMetadata> pool_;
   uint64_t id_ = 0;
@@ -154,7 +159,38 @@ TEST_F(PoolTieringTest, AboveTheWatermarkGroupsAreDemotedWholeAndTheirBytesFreed
   EXPECT_LE(pool_->Stat().used_bytes, used_before - 16 * kObject);
 }
 
-TEST_F(PoolTieringTest, ReadingAnSsdObjectLoadsItIntoTheSegmentAndAFailedLoadIsAMiss) {
+// By default a lookup sends the client to the tier's file, where the store said it wrote the
+// object, and tells the store it was used; nothing moves.
+TEST_F(PoolTieringTest, ReadingAnSsdObjectAnswersWhereItLiesInTheFileAndMarksItUsed) {
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Put(fmt::format("ns/k{}", i)).ok());
+  pool_->RunMaintenance();
+  const auto demotes = AwaitRecords(proto::IndexRecord::DEMOTE, 16);
+  for (const auto& d : demotes) Report(proto::TierReport::DEMOTED, d);
+
+  const GetResult got = Get(demotes[3].entry().key());
+  ASSERT_TRUE(got.status.ok()) << got.status.ToString();
+  EXPECT_TRUE(got.on_ssd);
+  ASSERT_EQ(got.replicas.size(), 1u);
+  EXPECT_EQ(got.replicas[0].segment_id, id_);
+  EXPECT_EQ(got.replicas[0].offset, SsdOffsetOf(demotes[3]));
+  EXPECT_EQ(got.checksum, 0x1234u);
+  EXPECT_FALSE(Get("ns/k39").on_ssd);  // still in the segment
+  const auto touches = AwaitRecords(proto::IndexRecord::TOUCH_SSD, 1);
+  ASSERT_EQ(touches.size(), 1u);
+  EXPECT_EQ(touches[0].entry().key(), demotes[3].entry().key());
+  EXPECT_TRUE(Records(proto::IndexRecord::PROMOTE).empty());
+  const PoolStats stats = pool_->Stat();
+  EXPECT_EQ(stats.tiers.promotions, 0u);
+  EXPECT_EQ(stats.tiers.ssd_hits, 1u);
+  EXPECT_EQ(stats.tiers.ssd_objects, 16u);
+}
+
+class PromotingPoolTieringTest : public PoolTieringTest {
+ protected:
+  PromotingPoolTieringTest() { promote_on_hit_ = true; }
+};
+
+TEST_F(PromotingPoolTieringTest, ReadingAnSsdObjectLoadsItIntoTheSegmentAndAFailedLoadIsAMiss) {
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(Put(fmt::format("ns/k{}", i)).ok());
   pool_->RunMaintenance();
   const auto demotes = AwaitRecords(proto::IndexRecord::DEMOTE, 16);

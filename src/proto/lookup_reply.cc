@@ -18,7 +18,13 @@ void LookupReplyWriter::Miss(proto::Code code, std::string message) {
   reply_->add_messages(std::move(message));
 }
 
-void LookupReplyWriter::Hit(uint64_t length, uint64_t checksum, uint32_t replicas) {
+void LookupReplyWriter::Hit(uint64_t length, uint64_t checksum, uint32_t replicas, bool on_ssd) {
+  if (on_ssd && !flagged_) {  // the first key on SSD: the hits before it were not
+    reply_->mutable_on_ssd()->assign(hits_, '\0');
+    flagged_ = true;
+  }
+  if (flagged_) reply_->mutable_on_ssd()->push_back(on_ssd ? '\1' : '\0');
+  ++hits_;
   reply_->add_codes(proto::OK);
   reply_->add_lengths(length);
   reply_->add_checksums(checksum);
@@ -62,6 +68,9 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
   if (words != static_cast<uint64_t>(reply.replicas_size())) {
     return malformed(fmt::format("{} replica words where the counts say {}", reply.replicas_size(), words));
   }
+  if (!reply.on_ssd().empty() && reply.on_ssd().size() != hits) {
+    return malformed(fmt::format("{} SSD flags for {} hits", reply.on_ssd().size(), hits));
+  }
   const size_t grant_bytes = static_cast<size_t>(words / 2) * AccessGrant::kWireSize;
   if (!reply.grants().empty() && reply.grants().size() != grant_bytes) {
     return malformed(fmt::format("{} bytes of grants for {} replicas", reply.grants().size(), words / 2));
@@ -77,6 +86,8 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
       continue;
     }
     const size_t n = 2 * size_t{reply.replica_counts(static_cast<int>(hit))};
+    e.on_ssd = !reply.on_ssd().empty() && reply.on_ssd()[hit] != '\0';
+    if (e.on_ssd && n != 2) return malformed("a key on SSD with more than one replica");
     e.checksum = reply.checksums(static_cast<int>(hit));
     e.length = reply.lengths(static_cast<int>(hit++));
     e.replica_words = all.subspan(word, n);

@@ -22,14 +22,17 @@ class LookupReplyWriter {
   // The next key is not served.
   void Miss(proto::Code code, std::string message);
   // The next key is served from `replicas` (>= 1) copies, each added with Replica();
-  // `checksum` is its writer's (common/checksum.h).
-  void Hit(uint64_t length, uint64_t checksum, uint32_t replicas);
+  // `checksum` is its writer's (common/checksum.h). `on_ssd`: its one replica is in its
+  // store's SSD tier, and the replica's offset is into the tier's file.
+  void Hit(uint64_t length, uint64_t checksum, uint32_t replicas, bool on_ssd = false);
   void Replica(uint64_t segment_id, uint64_t offset);
   // The read grant of the replica just added; a tenant's answer has one for every replica.
   void Grant(const AccessGrant& grant);
 
  private:
   proto::BatchGetReplicasReply* reply_;
+  size_t hits_ = 0;       // so far, for the on_ssd bytes
+  bool flagged_ = false;  // a key on SSD was written: every hit from then on has its byte
 };
 
 // One key's answer; views into the reply it was read from.
@@ -40,6 +43,7 @@ struct LookupEntry {
   uint64_t checksum = 0;                // code == OK: the writer's checksum of the value
   std::span<const uint64_t> replica_words;  // code == OK: (segment_id, offset) pairs
   std::string_view grants;                  // code == OK, to a tenant: a grant per replica; else empty
+  bool on_ssd = false;  // code == OK: the one replica is in its store's SSD tier (offset: in its file)
 
   size_t replicas() const { return replica_words.size() / 2; }
   uint64_t segment_id(size_t r) const { return replica_words[2 * r]; }

@@ -62,6 +62,40 @@ TEST(LookupReply, RejectsArraysThatDisagree) {
   EXPECT_EQ(status.code(), StatusCode::kInternal);
   EXPECT_NE(status.message().find("without a replica"), std::string::npos) << status.ToString();
   EXPECT_TRUE(ReadLookupReply(proto::BatchGetReplicasReply(), 0).ok());
+  auto short_flags = ThreeKeys();
+  short_flags.set_on_ssd(std::string(1, '\0'));
+  EXPECT_FALSE(ReadLookupReply(short_flags, 3).ok());
+  auto flagged_pair = ThreeKeys();
+  flagged_pair.set_on_ssd(std::string("\1\0", 2));  // a key on SSD has one replica
+  EXPECT_FALSE(ReadLookupReply(flagged_pair, 3).ok());
+}
+
+// A key on SSD is flagged; the flags are sent only once a key of the reply is on SSD.
+TEST(LookupReply, FlagsKeysOnSsd) {
+  EXPECT_TRUE(ThreeKeys().on_ssd().empty());
+  proto::BatchGetReplicasReply reply;
+  LookupReplyWriter out(&reply, 4);
+  out.Hit(10, 1, 1);
+  out.Replica(7, 0);
+  out.Miss(proto::NOT_FOUND, "absent");
+  out.Hit(20, 2, 1, /*on_ssd=*/true);
+  out.Replica(7, 1u << 20);
+  out.Hit(30, 3, 1);
+  out.Replica(7, 4096);
+  auto entries = ReadLookupReply(reply, 4);
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  EXPECT_FALSE((*entries)[0].on_ssd);
+  EXPECT_TRUE((*entries)[2].on_ssd);
+  EXPECT_EQ((*entries)[2].offset(0), 1u << 20);
+  EXPECT_FALSE((*entries)[3].on_ssd);
+  // The first hit on SSD too.
+  proto::BatchGetReplicasReply first;
+  LookupReplyWriter writer(&first, 1);
+  writer.Hit(20, 2, 1, /*on_ssd=*/true);
+  writer.Replica(7, 4096);
+  auto read = ReadLookupReply(first, 1);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE((*read)[0].on_ssd);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ TEST(ReplayEndToEndTest, PoolServesTokensAndEveryByteVerifies) {
 }
 
 // An SSD tier under a pool far smaller than the sessions' histories (issue 17): the pool
-// demotes instead of dropping, restores load chunks back from the tier, every byte verifies.
+// demotes instead of dropping, restores read chunks from the tier's file, every byte verifies.
 TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
   ReplayRunOptions o = TinyRun(true);
   o.geometry.pool_tokens = 120'000;  // ~4 MB; three sessions of ~40K+ tokens each, and growing
@@ -65,7 +65,10 @@ TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
   EXPECT_EQ(c.demotion_failures, 0u);
   EXPECT_EQ(c.promotion_failures, 0u);
   EXPECT_EQ(s->gpu_cache_tokens + s->pool_tokens + s->computed_tokens, s->prompt_tokens);
-  std::printf("%s", FormatSummary(*s).c_str());
+  EXPECT_GT(s->pool_ssd_tokens, 0u);
+  EXPECT_LE(s->pool_ssd_tokens, s->pool_tokens);
+  std::printf("%s pool tokens from SSD: %llu\n", FormatSummary(*s).c_str(),
+              static_cast<unsigned long long>(s->pool_ssd_tokens));
 }
 
 // The run's /metrics while it runs: the connectors' counters and latency histograms, read at

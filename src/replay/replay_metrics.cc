@@ -42,6 +42,7 @@ ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double w
     s.generated_tokens += r.output_tokens;
     s.gpu_cache_tokens += r.gpu_cached_tokens;
     s.pool_tokens += r.pool_tokens;
+    s.pool_ssd_tokens += r.pool_ssd_tokens;
     s.computed_tokens += r.computed_tokens;
     s.ceiling_tokens += r.ceiling_hit_tokens;
     ttft.push_back(r.ttft_s());
@@ -137,6 +138,7 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["user_gen_tok_s"] = PercentilesJson(s.user_gen_tok_s);
   j["token_sources"] = {{"gpu_cache", s.gpu_cache_tokens},
                         {"pool", s.pool_tokens},
+                        {"pool_from_ssd", s.pool_ssd_tokens},
                         {"computed", s.computed_tokens},
                         {"gpu_cache_share", s.gpu_share()},
                         {"pool_share", s.pool_share()},

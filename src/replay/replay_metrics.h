@@ -74,6 +74,7 @@ struct ReplaySummary {
   Percentiles user_gen_tok_s;  // per request: (output - 1) / decode time
 
   uint64_t gpu_cache_tokens = 0, pool_tokens = 0, computed_tokens = 0, ceiling_tokens = 0;
+  uint64_t pool_ssd_tokens = 0;  // of pool_tokens, in chunks some stage read from the SSD tier
   double gpu_share() const { return prompt_tokens ? double(gpu_cache_tokens) / prompt_tokens : 0; }
   double pool_share() const { return prompt_tokens ? double(pool_tokens) / prompt_tokens : 0; }
   double computed_share() const { return prompt_tokens ? double(computed_tokens) / prompt_tokens : 0; }

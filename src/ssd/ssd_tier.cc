@@ -241,6 +241,19 @@ void SsdTier::ClearHeadersOrWarn(std::span<const uint64_t> slots, const char* wh
   }
 }
 
+std::optional<uint64_t> SsdTier::ValueOffset(std::string_view key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(std::string(key));
+  if (it == objects_.end()) return std::nullopt;
+  return it->second.slot * options_.slot_bytes + kHeaderBytes;
+}
+
+void SsdTier::MarkUsed(std::string_view key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(std::string(key));
+  if (it != objects_.end()) Touch(UnitName(it->first, it->second.group));
+}
+
 Result<uint64_t> SsdTier::TakeSlot(std::vector<uint64_t>& to_clear) {
   while (free_slots_.empty()) {
     if (lru_.empty()) return NoSpace(fmt::format("SSD tier {}: no slot to put into", file_->path()));
@@ -422,7 +435,9 @@ std::vector<SsdObjectInfo> SsdTier::Objects() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SsdObjectInfo> out;
   out.reserve(objects_.size());
-  for (const auto& [key, o] : objects_) out.push_back({key, o.group, o.length, o.checksum});
+  for (const auto& [key, o] : objects_) {
+    out.push_back({key, o.group, o.length, o.checksum, o.slot * options_.slot_bytes + kHeaderBytes});
+  }
   return out;
 }
 

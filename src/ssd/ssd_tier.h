@@ -64,6 +64,7 @@ struct SsdObjectInfo {
   std::string group;
   uint64_t length = 0;
   uint64_t checksum = 0;
+  uint64_t value_offset = 0;  // ValueOffset()
 };
 struct SsdGet {
   std::string_view key;
@@ -109,6 +110,13 @@ class SsdTier {
   std::vector<Result<uint64_t>> Get(std::span<const SsdGet> gets);
   // NOT_FOUND when absent.
   Status Remove(std::string_view key);
+  // Where `key`'s value lies in the file (its slot, past the header), for readers that read
+  // it from the file themselves and check it against its checksum; none when absent. The
+  // slot may be reused once the object leaves, which only that checksum then tells.
+  std::optional<uint64_t> ValueOffset(std::string_view key) const;
+  // Makes `key`'s group the most recently used (read from the file by someone else).
+  void MarkUsed(std::string_view key);
+  const TierFile& file() const { return *file_; }
   bool Contains(std::string_view key) const;
   std::vector<std::string> Keys() const;
   std::vector<SsdObjectInfo> Objects() const;

@@ -110,6 +110,28 @@ TEST_F(SsdTierTest, AGroupIsEvictedWholeLeastRecentlyUsedFirst) {
   EXPECT_EQ(tier->stats().evicted_objects, 2u);
 }
 
+// A value read from the file by someone else (a client sent there by the master): its offset
+// is where the value lies, and MarkUsed makes its group the most recent, as a Get would.
+TEST_F(SsdTierTest, ValueOffsetsPointAtTheValueAndMarkUsedKeepsItsGroup) {
+  auto tier = Open(4);
+  const auto a = Value(100, 1);
+  for (const char* key : {"a/0", "a/1"}) ASSERT_TRUE(tier->Put(key, "a", a).ok());
+  for (const char* key : {"b/0", "b/1"}) ASSERT_TRUE(tier->Put(key, "b", Value(100, 2)).ok());
+  const auto at = tier->ValueOffset("a/1");
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(*at % kSlot, SsdTier::kHeaderBytes);
+  std::vector<std::byte> raw(a.size());
+  const int fd = ::open((dir_ / "tier").c_str(), O_RDONLY);
+  ASSERT_EQ(::pread(fd, raw.data(), raw.size(), static_cast<off_t>(*at)), static_cast<ssize_t>(raw.size()));
+  ::close(fd);
+  EXPECT_EQ(raw, a);
+  EXPECT_FALSE(tier->ValueOffset("absent").has_value());
+  tier->MarkUsed("a/1");
+  ASSERT_TRUE(tier->Put("c", "", Value(100, 3)).ok());
+  EXPECT_TRUE(tier->Contains("a/0"));
+  EXPECT_FALSE(tier->Contains("b/0"));
+}
+
 TEST_F(SsdTierTest, BytesChangedOnTheFileAreCaughtAndDropped) {
   auto tier = Open(4);
   ASSERT_TRUE(tier->Put("x", "", Value(5000, 4)).ok());

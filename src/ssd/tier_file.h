@@ -77,6 +77,9 @@ class TierFile {
   bool direct() const { return direct_; }
   uint64_t alignment() const { return alignment_; }
   const std::string& path() const { return path_; }
+  // The open file (O_DIRECT when direct()), for readers that read it themselves: a same-host
+  // client or the store's tcp server (transfer/tier_file_read.h). Valid while this lives.
+  int fd() const { return fd_; }
 
  private:
   TierFile(std::string path, int fd, uint64_t size, bool direct, uint64_t alignment, unsigned depth);

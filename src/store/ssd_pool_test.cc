@@ -2,7 +2,9 @@
 // on a real file, and the real client. Objects that pass the segment's watermark are demoted
 // to SSD rather than dropped, read back through the pool with the bytes they were put with, a
 // flipped bit on the file is a miss (never bytes), a store restarted on its file brings its
-// SSD objects back, and the store's /metrics says what its tier did.
+// SSD objects back, and the store's /metrics says what its tier did. Each test runs three ways:
+// the client reads SSD objects from the tier's file itself (same host), has the store read them
+// for it over tcp, or the master has them loaded back into DRAM first (--promote-on-hit).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,8 +38,21 @@ std::string ValueOf(int i) {
   return v;
 }
 
-class SsdPoolTest : public ::testing::Test {
+enum class ReadPath { kFileSameHost, kFileOverTcp, kPromote };
+
+std::string PathName(const ::testing::TestParamInfo<ReadPath>& info) {
+  switch (info.param) {
+    case ReadPath::kFileSameHost: return "FileSameHost";
+    case ReadPath::kFileOverTcp: return "FileOverTcp";
+    case ReadPath::kPromote: return "PromoteOnHit";
+  }
+  return "";
+}
+
+class SsdPoolTest : public ::testing::TestWithParam<ReadPath> {
  protected:
+  bool promote() const { return GetParam() == ReadPath::kPromote; }
+
   void SetUp() override {
     char pattern[] = "/var/tmp/kvpool-ssd-pool-test-XXXXXX";  // /var/tmp: a disk, not tmpfs, where there is one
     ASSERT_NE(mkdtemp(pattern), nullptr);
@@ -47,12 +62,14 @@ class SsdPoolTest : public ::testing::Test {
     options.metrics_listen = "";
     options.high_watermark = 0.5;
     options.maintenance_interval_ms = 10;
+    options.promote_on_hit = promote();
     auto server = master::MasterServer::Start(options, &clock_);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     master_ = std::move(server).value();
     StartStore();
     client::ClientOptions o;
     o.pool = client::PoolParts::Single(master_->address());
+    o.transfer.allow_shm = GetParam() != ReadPath::kFileOverTcp;
     auto c = client::Client::Connect(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
@@ -107,7 +124,7 @@ class SsdPoolTest : public ::testing::Test {
   std::unique_ptr<client::Client> client_;
 };
 
-TEST_F(SsdPoolTest, ObjectsPastTheWatermarkAreDemotedNotDroppedAndReadBackWhole) {
+TEST_P(SsdPoolTest, ObjectsPastTheWatermarkAreDemotedNotDroppedAndReadBackWhole) {
   PutAllAndWaitForDemotions(8);
   const master::TierStats tiers = Tiers();
   EXPECT_EQ(tiers.demotion_failures, 0u);
@@ -119,8 +136,19 @@ TEST_F(SsdPoolTest, ObjectsPastTheWatermarkAreDemotedNotDroppedAndReadBackWhole)
     ASSERT_TRUE(got.ok()) << i << ": " << got.status().ToString();
     ASSERT_EQ(*got, ValueOf(i)) << i;
   }
-  EXPECT_GE(Tiers().promotions, 1u);
   EXPECT_EQ(Tiers().promotion_failures, 0u);
+  EXPECT_EQ(client_->checksum_mismatches(), 0u);
+  if (promote()) {
+    EXPECT_GE(Tiers().promotions, 1u);
+  } else {
+    // Read from the file where they lie: none loaded back, every one still on SSD, and the
+    // engine used the transport asked for.
+    EXPECT_EQ(Tiers().promotions, 0u);
+    EXPECT_GE(Tiers().ssd_hits, tiers.ssd_objects);
+    EXPECT_GE(Tiers().ssd_objects, tiers.ssd_objects);
+    EXPECT_EQ(client_->transfer_engine().TransportFor(master_->pool()->Stat().segments.at(0).info.id),
+              GetParam() == ReadPath::kFileOverTcp ? "tcp" : "shm");
+  }
   // The store's own /metrics says what its tier did (at least what the master had counted of
   // it before the reads above, which may have demoted more).
   const std::string metrics = http::testing::HttpGet(store_->metrics_port(), "/metrics");
@@ -133,14 +161,14 @@ TEST_F(SsdPoolTest, ObjectsPastTheWatermarkAreDemotedNotDroppedAndReadBackWhole)
   const uint64_t demotions = value_of("kvpool_store_ssd_demotions_total");
   EXPECT_GE(demotions, tiers.demotions);
   EXPECT_EQ(value_of("kvpool_store_ssd_written_bytes_total"), demotions * kObject);
-  EXPECT_GE(value_of("kvpool_store_ssd_promotions_total"), 1u);
+  EXPECT_GE(value_of("kvpool_store_ssd_promotions_total"), promote() ? 1u : 0u);
   EXPECT_EQ(value_of("kvpool_store_ssd_promotion_failures_total"), 0u);
   EXPECT_EQ(value_of("kvpool_store_ssd_capacity_bytes"), store_->ssd()->capacity_bytes());
   EXPECT_EQ(value_of("kvpool_store_mounted"), 1u);
   EXPECT_EQ(http::testing::HttpGet(store_->metrics_port(), "/health").rfind("HTTP/1.1 200 OK", 0), 0u);
 }
 
-TEST_F(SsdPoolTest, AFlippedBitOnTheSsdIsAMissNeverBytes) {
+TEST_P(SsdPoolTest, AFlippedBitOnTheSsdIsAMissNeverBytes) {
   PutAllAndWaitForDemotions(8);
   const uint64_t on_ssd = Tiers().ssd_objects;
   // One bit in every slot's value, through the file itself.
@@ -167,11 +195,12 @@ TEST_F(SsdPoolTest, AFlippedBitOnTheSsdIsAMissNeverBytes) {
     }
   }
   EXPECT_EQ(static_cast<uint64_t>(missed), on_ssd);  // every object that was on SSD, none served
-  EXPECT_EQ(Tiers().promotion_failures, static_cast<uint64_t>(missed));
+  // Caught by the store as it loaded them, or by the client as they landed.
+  EXPECT_EQ(promote() ? Tiers().promotion_failures : client_->checksum_mismatches(), static_cast<uint64_t>(missed));
   EXPECT_GT(served, 0);
 }
 
-TEST_F(SsdPoolTest, AStoreRestartedOnItsFileBringsItsSsdObjectsBack) {
+TEST_P(SsdPoolTest, AStoreRestartedOnItsFileBringsItsSsdObjectsBack) {
   PutAllAndWaitForDemotions(8);
   const uint64_t on_ssd = Tiers().ssd_objects;
   ASSERT_GT(on_ssd, 0u);
@@ -189,6 +218,45 @@ TEST_F(SsdPoolTest, AStoreRestartedOnItsFileBringsItsSsdObjectsBack) {
   }
   EXPECT_EQ(back, on_ssd);
 }
+
+// No lease pins an object on SSD (its checksum guards the read), so a read from the file that
+// starts after the lookup's lease ended still succeeds; one from the segment does not.
+TEST_P(SsdPoolTest, ReadsFromTheFileAreNotBoundByTheLease) {
+  if (promote()) GTEST_SKIP() << "promoted objects are read from the segment, under the lease";
+  PutAllAndWaitForDemotions(8);
+  client::ClientOptions o;
+  o.pool = client::PoolParts::Single(master_->address());
+  o.transfer.allow_shm = GetParam() != ReadPath::kFileOverTcp;
+  o.lease = 100ms;
+  auto short_leases = client::Client::Connect(o);
+  ASSERT_TRUE(short_leases.ok()) << short_leases.status().ToString();
+  client_ = std::move(short_leases).value();
+  std::vector<std::string> keys;
+  for (int i = 0; i < kObjects; ++i) keys.push_back("ns/obj" + std::to_string(i));
+  const client::LookupResult lookup = client_->BatchLookup(keys);
+  std::vector<size_t> on_ssd, in_dram;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(lookup.length(i).ok()) << i;
+    (lookup.on_ssd(i) ? on_ssd : in_dram).push_back(i);
+  }
+  ASSERT_FALSE(on_ssd.empty());
+  ASSERT_FALSE(in_dram.empty());
+  std::this_thread::sleep_until(lookup.lease_deadline() + 10ms);
+  std::vector<std::string> values(keys.size(), std::string(kObject, '\0'));
+  std::vector<client::ValueBuffer> buffers;
+  for (size_t i : on_ssd) buffers.push_back(std::as_writable_bytes(std::span(values[i])));
+  const auto read = client_->ReadLookedUp(lookup, on_ssd, buffers);
+  for (size_t n = 0; n < on_ssd.size(); ++n) {
+    ASSERT_TRUE(read[n].ok()) << on_ssd[n] << ": " << read[n].status().ToString();
+    EXPECT_EQ(values[on_ssd[n]], ValueOf(static_cast<int>(on_ssd[n])));
+  }
+  client::ValueBuffer late = std::as_writable_bytes(std::span(values[in_dram[0]]));
+  EXPECT_EQ(client_->ReadLookedUp(lookup, {&in_dram[0], 1}, {&late, 1})[0].status().code(), StatusCode::kTimeout);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadPaths, SsdPoolTest,
+                         ::testing::Values(ReadPath::kFileSameHost, ReadPath::kFileOverTcp, ReadPath::kPromote),
+                         PathName);
 
 }  // namespace
 }  // namespace kvpool::store

@@ -193,8 +193,12 @@ Status StorageService::MountAndServe() {
   auto grant = master_->Mount(std::move(request), ssd_ ? options_.rejoin_timeout : options_.rpc_timeout);
   if (!grant.ok()) return grant.status();
   ++mount_generation_;
-  server_->Serve(transfer::ServedSegment{grant->segment_id, memory_->base(), memory_->size(),
-                                         memory_->fd()});
+  transfer::ServedSegment served{grant->segment_id, memory_->base(), memory_->size(), memory_->fd()};
+  if (ssd_) {
+    served.tier_fd = ssd_->file().fd();
+    served.tier_size = ssd_->file().size();
+  }
+  server_->Serve(served);
   segment_id_ = grant->segment_id;
   {
     std::lock_guard lock(mu_);
@@ -288,6 +292,9 @@ uint64_t StorageService::ApplyRecords(const proto::PullIndexReply& reply, uint64
         break;
       case proto::IndexRecord::DROP_SSD:
         if (ssd_) ssd_->DropFromSsd(record.entry().key());
+        break;
+      case proto::IndexRecord::TOUCH_SSD:
+        if (ssd_) ssd_->MarkRead(record.entry().key());
         break;
       case proto::IndexRecord::PROMOTE: {
         // A run of loads goes to the tier at once, several reads in flight.

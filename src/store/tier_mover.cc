@@ -86,10 +86,14 @@ void TierMover::Work() {
     const std::vector<Status> written = tier_->Put(puts);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     uint64_t written_bytes = 0;
+    std::vector<uint64_t> offsets(batch.size(), 0);  // where each written value lies in the file
     for (size_t j = 0; j < written.size(); ++j) {
       if (!written[j].ok()) {
         refused[of[j]] = written[j].ToString();
+      } else if (auto at = tier_->ValueOffset(batch[of[j]].key()); !at) {
+        refused[of[j]] = "it left the SSD tier before it was reported";
       } else {
+        offsets[of[j]] = *at;
         written_bytes += puts[j].value.size();
       }
     }
@@ -103,6 +107,7 @@ void TierMover::Work() {
       r.set_key(batch[i].key());
       r.set_put_id(batch[i].put_id());
       r.set_message(refused[i]);
+      r.set_ssd_offset(offsets[i]);
     }
     ReportEvictedLocked();
   }
@@ -165,6 +170,8 @@ std::vector<bool> TierMover::Promote(std::span<const proto::IndexEntry* const> e
 
 void TierMover::DropFromSsd(const std::string& key) { (void)tier_->Remove(key); }
 
+void TierMover::MarkRead(const std::string& key) { tier_->MarkUsed(key); }
+
 TierMoverStats TierMover::mover_stats() const {
   std::lock_guard lock(mu_);
   return moved_;
@@ -191,6 +198,7 @@ void TierMover::AppendObjects(proto::MountSegmentRequest* request) const {
     e->set_checksum(o.checksum);
     e->set_complete(true);
     e->set_on_ssd(true);
+    e->set_offset(o.value_offset);
   }
 }
 

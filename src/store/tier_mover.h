@@ -8,6 +8,8 @@
 //             caller applies it to the index only when Promote says it was loaded); the SSD
 //             copy is then removed, so a store holds one copy of an object.
 //   DROP_SSD  the key leaves the tier.
+//   TOUCH_SSD a client reads the key from the tier's file itself (the segment server hands the
+//             file out): its group becomes the most recently used.
 // Keys the tier evicts to make room are reported SSD_EVICTED. Reports go to the master with
 // the store's next PullIndex (TakeReports; PutBackReports when that call failed).
 //
@@ -63,10 +65,15 @@ class TierMover {
   // is reported PROMOTE_FAILED (with the reason), to go with the ack of its record.
   std::vector<bool> Promote(std::span<const proto::IndexEntry* const> entries);
   void DropFromSsd(const std::string& key);
+  // A client was sent to read `key` from the file (TOUCH_SSD): it is recently used there.
+  void MarkRead(const std::string& key);
+  // The tier's file, for the segment server's tier reads (ServedSegment::tier_fd).
+  const ssd::TierFile& file() const { return tier_->file(); }
 
   std::vector<proto::TierReport> TakeReports();
   void PutBackReports(std::vector<proto::TierReport> reports);  // before any newer ones
-  // The tier's objects as index entries with on_ssd, for a mount or a rejoin.
+  // The tier's objects as index entries with on_ssd (offset: where the value lies in the file),
+  // for a mount or a rejoin.
   void AppendObjects(proto::MountSegmentRequest* request) const;
   ssd::SsdTierStats stats() const { return tier_->stats(); }
   TierMoverStats mover_stats() const;

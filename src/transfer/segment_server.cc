@@ -28,6 +28,7 @@
 #include "transfer/shm_protocol.h"
 #include "transfer/socket_util.h"
 #include "transfer/tcp_frame.h"
+#include "transfer/tier_file_read.h"
 #include "transfer/unique_fd.h"
 
 namespace kvpool::transfer {
@@ -45,6 +46,7 @@ struct SegmentEntry {
   ServedSegment segment;
   UniqueFd memfd;    // our dup of the store's memfd; invalid => no shm for this segment
   UniqueFd flag_fd;  // the served-flag page handed to shm clients
+  UniqueFd tier_fd;  // our dup of the store's SSD tier file; invalid => none
   void* flag_page = nullptr;
   AccessGate gate;
 
@@ -254,25 +256,45 @@ class ServerConnection final : public EventLoop::Handler,
     payload_done_ = 0;
     entry_ = table_->Find(h.segment_id);
     StatusCode code = StatusCode::kOk;
+    const uint64_t bound = !entry_ ? 0 : h.op == FrameOp::kReadTier ? entry_->segment.tier_size : entry_->segment.size;
     if (!entry_) {
       code = StatusCode::kStale;
-    } else if (h.offset > entry_->segment.size || h.length > entry_->segment.size - h.offset) {
+    } else if (h.offset > bound || h.length > bound - h.offset) {
       code = StatusCode::kInvalidArgument;
     } else if (tenant_) {
       // A tenant reaches only what the master granted it (common/access_grant.h).
-      const Status granted = CheckGrant(*secret_, h.grant, h.op == FrameOp::kRead ? GrantOp::kRead : GrantOp::kWrite,
-                                        h.segment_id, h.offset, h.length, WallClockMs());
+      const GrantOp op = h.op == FrameOp::kRead ? GrantOp::kRead
+                         : h.op == FrameOp::kWrite ? GrantOp::kWrite
+                                                   : GrantOp::kReadTier;
+      const Status granted = CheckGrant(*secret_, h.grant, op, h.segment_id, h.offset, h.length, WallClockMs());
       if (!granted.ok()) {
         spdlog::warn("segment server: refused tenant '{}' at {}: {}", tenant_->name, peer_, granted.message());
         code = StatusCode::kPermissionDenied;
       }
     }
+    if (h.op == FrameOp::kReadTier && code == StatusCode::kOk) code = ReadFromTier();
     if (h.op == FrameOp::kWrite && h.length > 0) {
       result_ = code;
       phase_ = code == StatusCode::kOk ? Phase::kWritePayload : Phase::kDiscardPayload;
     } else {
-      StartResponse(code, h.op == FrameOp::kRead && code == StatusCode::kOk ? h.length : 0);
+      StartResponse(code, IsRead(h.op) && code == StatusCode::kOk ? h.length : 0);
     }
+  }
+
+  // A tier read's bytes come from the file into this connection's buffer, then go out from
+  // there like a segment's. The read blocks this io loop for one frame's disk read (at most
+  // kMaxFramePayload; a client's frames are tcp_chunk_bytes unless it hashes them as they land).
+  StatusCode ReadFromTier() {
+    if (tier_buffer_.size() < request_.length) tier_buffer_.resize(request_.length);
+    AccessSection section(entry_->gate);
+    if (!section.entered()) return StatusCode::kStale;
+    const Status read = ReadTierFile(entry_->tier_fd.get(), request_.offset, tier_buffer_.data(), request_.length,
+                                     nullptr);
+    if (!read.ok()) {
+      spdlog::warn("segment server: tier read for {} failed: {}", peer_, read.message());
+      return read.code();
+    }
+    return StatusCode::kOk;
   }
 
   bool ReadPayload() {
@@ -344,7 +366,10 @@ class ServerConnection final : public EventLoop::Handler,
       iov[niov++] = {response_ + response_sent_, ResponseHeader::kSize - response_sent_};
     }
     bool entered = false;
-    if (response_payload_ > 0) {
+    if (response_payload_ > 0 && request_.op == FrameOp::kReadTier) {
+      const uint64_t done = response_sent_ > ResponseHeader::kSize ? response_sent_ - ResponseHeader::kSize : 0;
+      iov[niov++] = {tier_buffer_.data() + done, response_payload_ - done};
+    } else if (response_payload_ > 0) {
       entered = entry_->gate.Enter();
       if (!entered) {
         if (response_sent_ == 0) {  // nothing promised yet: answer STALE instead
@@ -436,6 +461,7 @@ class ServerConnection final : public EventLoop::Handler,
   uint8_t response_[ResponseHeader::kSize] = {};
   uint64_t response_payload_ = 0;
   uint64_t response_sent_ = 0;
+  std::vector<char> tier_buffer_;  // the tier read being answered (grown to the largest asked)
 };
 
 struct ServerLoop {
@@ -509,6 +535,12 @@ class SegmentServerImpl final : public SegmentServer {
   void Serve(const ServedSegment& segment) override {
     auto entry = std::make_shared<SegmentEntry>();
     entry->segment = segment;
+    if (segment.tier_fd >= 0) {
+      entry->tier_fd.Reset(::fcntl(segment.tier_fd, F_DUPFD_CLOEXEC, 0));
+      if (!entry->tier_fd.valid()) spdlog::warn("segment server: segment {} served without its SSD tier: {}",
+                                                segment.segment_id, std::strerror(errno));
+    }
+    if (!entry->tier_fd.valid()) entry->segment.tier_size = 0;
     if (segment.memfd >= 0 && !options_.shm_socket_path.empty()) PrepareShm(*entry);
     if (auto replaced = table_->Put(entry)) replaced->Retire();
   }
@@ -614,8 +646,8 @@ class SegmentServerImpl final : public SegmentServer {
       auto entry = table_->Find(segment_id);
       Status sent;
       if (entry && entry->shm_capable() && !entry->gate.closed()) {
-        sent = SendShmReply(conn.get(), StatusCode::kOk, segment_id, entry->segment.size,
-                            entry->memfd.get(), entry->flag_fd.get());
+        sent = SendShmReply(conn.get(), StatusCode::kOk, segment_id, entry->segment.size, entry->memfd.get(),
+                            entry->flag_fd.get(), entry->tier_fd.get(), entry->segment.tier_size);
       } else {
         sent = SendShmReply(conn.get(), StatusCode::kStale, segment_id, 0, -1, -1);
       }

@@ -1,6 +1,7 @@
 // SegmentServer: the storage side of the transfer engine. Serves reads and writes of the
 // segments it is given, over tcp (for other hosts) and over a unix socket that hands out each
-// segment's memfd (for clients on this host, which then copy without any socket on the path).
+// segment's memfd (for clients on this host, which then copy without any socket on the path),
+// and reads of its store's SSD tier file the same two ways.
 //
 // Every request names a segment id; requests for ids not currently served fail with STALE,
 // requests outside a segment's bounds with INVALID_ARGUMENT. Malformed or truncated frames
@@ -22,6 +23,11 @@ struct ServedSegment {
   void* base = nullptr;  // REQUIRES: [base, base+size) stays mapped while served
   uint64_t size = 0;
   int memfd = -1;        // handed to same-host clients; -1 => no shm for this segment
+  // The store's SSD tier file (ssd/tier_file.h), read by tier reads (TransferRequest::from_tier):
+  // same-host clients get it with the memfd and read it themselves, tcp clients' reads are
+  // read from it here. -1 => none. The server keeps its own reference.
+  int tier_fd = -1;
+  uint64_t tier_size = 0;  // bytes of it that may be read
 };
 
 struct SegmentServerOptions {

@@ -1,5 +1,6 @@
 #include "transfer/shm_mapping.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -27,6 +28,13 @@ Result<std::shared_ptr<ShmMapping>> ShmMapping::Map(uint64_t segment_id, const S
     return ErrnoStatus(StatusCode::kInternal, fmt::format("mmap flag of segment {}", segment_id), errno);
   }
   mapping->flag_ = flag;
+  if (grant.tier_fd.valid()) {
+    mapping->tier_fd_.Reset(::fcntl(grant.tier_fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!mapping->tier_fd_.valid()) {
+      return ErrnoStatus(StatusCode::kInternal, fmt::format("dup of segment {}'s tier file", segment_id), errno);
+    }
+    mapping->tier_size_ = grant.tier_size;
+  }
   return mapping;
 }
 

@@ -1,5 +1,5 @@
 // ShmMapping: a store's segment mapped into this process from the fds of an shm grant
-// (shm_protocol.h), with its served-flag page. ShmTransport copies through it; the mapping is
+// (shm_protocol.h), with its served-flag page and, when its store has an SSD tier, the tier's file. ShmTransport copies through it; the mapping is
 // unmapped when the last holder (the channel, a copy in flight, a zero-copy reader) drops it.
 #pragma once
 
@@ -17,7 +17,8 @@ namespace kvpool::transfer {
 class ShmMapping final : public SegmentMapping {
  public:
   // Maps grant.size bytes of the segment read-write (MAP_POPULATE when `prefault`; nothing for
-  // size 0) and the flag page read-only. INTERNAL when either mmap fails.
+  // size 0) and the flag page read-only, and keeps its own reference to the tier file. INTERNAL
+  // when either mmap fails.
   static Result<std::shared_ptr<ShmMapping>> Map(uint64_t segment_id, const ShmGrant& grant, bool prefault);
 
   ~ShmMapping() override;
@@ -30,6 +31,9 @@ class ShmMapping final : public SegmentMapping {
   // The store still serves the segment (its flag page says so).
   bool served() const override { return ShmFlagSaysServed(flag_); }
   Status StaleStatus() const;
+  // The store's SSD tier file (-1: none) and the bytes of it that may be read.
+  int tier_fd() const { return tier_fd_.get(); }
+  uint64_t tier_size() const { return tier_size_; }
 
  private:
   ShmMapping() = default;
@@ -37,6 +41,8 @@ class ShmMapping final : public SegmentMapping {
   char* base_ = nullptr;
   uint64_t size_ = 0;
   void* flag_ = nullptr;
+  UniqueFd tier_fd_;
+  uint64_t tier_size_ = 0;
 };
 
 }  // namespace kvpool::transfer

@@ -73,7 +73,7 @@ Result<ShmGrant> RequestShmGrant(const std::string& socket_path, uint64_t segmen
 
 Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer) {
   uint8_t reply[kShmReplySize] = {};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
   iovec iov{reply, sizeof(reply)};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -88,15 +88,16 @@ Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
       size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      int fds[2] = {-1, -1};
-      std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(count, 2) * sizeof(int));
-      for (size_t i = 2; i < count; ++i) {
+      int fds[3] = {-1, -1, -1};
+      std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(count, 3) * sizeof(int));
+      for (size_t i = 3; i < count; ++i) {
         int extra;
         std::memcpy(&extra, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         ::close(extra);
       }
       grant.segment_fd.Reset(fds[0]);
       grant.flag_fd.Reset(fds[1]);
+      grant.tier_fd.Reset(fds[2]);
     }
   }
   if (n >= 4 && StartsLikeChallenge(reply)) {
@@ -124,8 +125,14 @@ Result<ShmGrant> ReadShmReply(int fd, uint64_t segment_id, std::string_view peer
     return Internal(fmt::format("shm reply from {} lacks the segment's fds", peer));
   }
   grant.size = GetField<uint64_t>(reply, 16);
+  grant.tier_size = GetField<uint64_t>(reply, 24);
   KVPOOL_RETURN_IF_ERROR(CheckFdHolds(grant.segment_fd.get(), grant.size, "the segment", peer));
   KVPOOL_RETURN_IF_ERROR(CheckFdHolds(grant.flag_fd.get(), kShmFlagPageSize, "the served-flag page", peer));
+  if ((grant.tier_size > 0) != grant.tier_fd.valid()) {
+    return Internal(fmt::format("shm reply from {} has a tier size of {} and {} tier file", peer, grant.tier_size,
+                                grant.tier_fd.valid() ? "a" : "no"));
+  }
+  if (grant.tier_fd.valid()) KVPOOL_RETURN_IF_ERROR(CheckFdHolds(grant.tier_fd.get(), grant.tier_size, "the SSD tier", peer));
   return grant;
 }
 
@@ -140,8 +147,8 @@ Status ReadShmRequest(int fd, uint64_t* segment_id) {
   return Status::Ok();
 }
 
-Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t size,
-                    int segment_fd, int flag_fd) {
+Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t size, int segment_fd, int flag_fd,
+                    int tier_fd, uint64_t tier_size) {
   uint8_t reply[kShmReplySize] = {};
   PutField<uint32_t>(reply, 0, kShmMagic);
   reply[4] = kShmVersion;
@@ -149,20 +156,23 @@ Status SendShmReply(int fd, StatusCode status, uint64_t segment_id, uint64_t siz
   PutField<uint16_t>(reply, 6, static_cast<uint16_t>(status));
   PutField<uint64_t>(reply, 8, segment_id);
   PutField<uint64_t>(reply, 16, size);
+  const bool tier = status == StatusCode::kOk && tier_fd >= 0;
+  PutField<uint64_t>(reply, 24, tier ? tier_size : 0);
   iovec iov{reply, sizeof(reply)};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
   if (status == StatusCode::kOk) {
+    const size_t count = tier ? 3 : 2;
     msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
+    msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-    int fds[2] = {segment_fd, flag_fd};
-    std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    c->cmsg_len = CMSG_LEN(count * sizeof(int));
+    const int fds[3] = {segment_fd, flag_fd, tier_fd};
+    std::memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   }
   if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(reply))) {
     return ErrnoStatus(StatusCode::kUnavailable, "shm reply", errno);

@@ -12,6 +12,7 @@
 #include "transfer/shm_mapping.h"
 #include "transfer/shm_protocol.h"
 #include "transfer/socket_util.h"
+#include "transfer/tier_file_read.h"
 
 namespace kvpool::transfer {
 namespace {
@@ -26,10 +27,27 @@ struct CopyChunk {
   uint32_t index;
   OpKind kind;
   uint64_t* checksum;  // a whole op's read, hashed as it is copied; else null
+  bool from_tier;      // a whole op's read from the store's SSD tier file
 };
+
+// Reads one op from the store's SSD tier file (the whole op: its hash runs through it in order).
+void ReadTierAndFinish(const CopyChunk& c, const ShmMapping& mapping, BatchState& batch) {
+  if (!mapping.served()) {
+    batch.FinishPart(c.index, mapping.StaleStatus());
+    return;
+  }
+  ChecksumStream hash;
+  Status read = ReadTierFile(mapping.tier_fd(), c.offset, c.local, c.length, c.checksum ? &hash : nullptr,
+                             &batch.buffers());
+  if (read.ok() && c.checksum != nullptr) *c.checksum = hash.Digest();
+  // Checked after the read too: a store that restarted meanwhile may have reused the file.
+  if (read.ok() && !mapping.served()) read = mapping.StaleStatus();
+  batch.FinishPart(c.index, std::move(read));
+}
 
 // Copies one chunk between the caller's buffer and the mapped segment, then reports it.
 void CopyAndFinish(const CopyChunk& c, const ShmMapping& mapping, BatchState& batch) {
+  if (c.from_tier) return ReadTierAndFinish(c, mapping, batch);
   {
     AccessSection section(batch.buffers());
     if (!section.entered()) {
@@ -100,7 +118,15 @@ class ShmChannel final : public SegmentChannel {
     std::vector<ChannelOp> valid;
     valid.reserve(ops.size());
     for (const ChannelOp& op : ops) {
-      if (op.offset > mapping->size() || op.length > mapping->size() - op.offset) {
+      if (op.from_tier && mapping->tier_fd() < 0) {
+        batch->FinishPart(op.index, InvalidArgument(fmt::format("the store of segment {} has no SSD tier",
+                                                                endpoint_.segment_id)));
+      } else if (op.from_tier && (op.offset > mapping->tier_size() || op.length > mapping->tier_size() - op.offset)) {
+        batch->FinishPart(op.index, InvalidArgument(fmt::format("[{}, +{}) is outside the SSD tier of {} bytes "
+                                                                "under segment {}",
+                                                                op.offset, op.length, mapping->tier_size(),
+                                                                endpoint_.segment_id)));
+      } else if (!op.from_tier && (op.offset > mapping->size() || op.length > mapping->size() - op.offset)) {
         batch->FinishPart(op.index, InvalidArgument(fmt::format(
                                         "[{}, +{}) is outside segment {} of {} bytes", op.offset,
                                         op.length, endpoint_.segment_id, mapping->size())));
@@ -112,8 +138,9 @@ class ShmChannel final : public SegmentChannel {
     int threads = pool_->helper_threads() + 1;
     if (total < ShmTransport::kShmInlineBytes || threads == 1) {
       for (const ChannelOp& op : valid) {
-        CopyAndFinish({op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum},
-                      *mapping, *batch);
+        CopyAndFinish(
+            {op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum, op.from_tier},
+            *mapping, *batch);
       }
       return;
     }
@@ -124,16 +151,17 @@ class ShmChannel final : public SegmentChannel {
     std::vector<CopyChunk> chunks;
     for (const ChannelOp& op : valid) {
       // A hash runs through an op in order, so an op to hash is one task (a batch to hash is
-      // many ops: the restore's windows, a BatchGet's values).
-      if (op.checksum != nullptr) {
-        chunks.push_back({op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum});
+      // many ops: the restore's windows, a BatchGet's values); so is a read from the tier file.
+      if (op.checksum != nullptr || op.from_tier) {
+        chunks.push_back(
+            {op.local, op.offset, op.length, static_cast<uint32_t>(op.index), op.kind, op.checksum, op.from_tier});
         continue;
       }
       uint64_t parts = (op.length + chunk - 1) / chunk;
       if (parts > 1) batch->ExpectParts(op.index, static_cast<uint32_t>(parts));
       for (uint64_t done = 0; done < op.length; done += chunk) {
         chunks.push_back({op.local + done, op.offset + done, std::min(chunk, op.length - done),
-                          static_cast<uint32_t>(op.index), op.kind, nullptr});
+                          static_cast<uint32_t>(op.index), op.kind, nullptr, false});
       }
     }
     pool_->Run(std::make_shared<CopyJob>(std::move(chunks), std::move(mapping), batch));

@@ -348,7 +348,7 @@ bool TcpConnection::ConsumeBufferedResponses() {
     }
     OutgoingFrame& f = awaiting_.front();
     pos += ResponseHeader::kSize;
-    if (h.status == StatusCode::kOk && f.header.op == FrameOp::kRead) {
+    if (h.status == StatusCode::kOk && IsRead(f.header.op)) {
       if (h.length != f.header.length) {
         Close(Unavailable(fmt::format("response {} from {} carries {} bytes, asked {}", h.request_id,
                                       peer_, h.length, f.header.length)));

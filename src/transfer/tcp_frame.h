@@ -15,7 +15,11 @@ inline constexpr uint8_t kFrameVersion = 2;  // 2: requests carry a grant
 // The server closes a connection whose frame claims more payload than this.
 inline constexpr uint64_t kMaxFramePayload = uint64_t{64} << 20;
 
-enum class FrameOp : uint8_t { kRead = 1, kWrite = 2 };
+// kReadTier: a read of the segment's store's SSD tier file (offset into the file), answered
+// like a read.
+enum class FrameOp : uint8_t { kRead = 1, kWrite = 2, kReadTier = 3 };
+// Whether an OK response to `op` carries the request's bytes.
+inline bool IsRead(FrameOp op) { return op != FrameOp::kWrite; }
 
 struct RequestHeader {
   static constexpr size_t kSize = 40 + AccessGrant::kWireSize;

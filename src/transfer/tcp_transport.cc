@@ -110,7 +110,7 @@ class TcpChannel final : public SegmentChannel {
   OutgoingFrame FrameOf(const ChannelOp& op, uint64_t done, uint64_t length,
                         const std::shared_ptr<BatchState>& batch) const {
     OutgoingFrame f;
-    f.header.op = op.kind == OpKind::kRead ? FrameOp::kRead : FrameOp::kWrite;
+    f.header.op = op.kind == OpKind::kWrite ? FrameOp::kWrite : op.from_tier ? FrameOp::kReadTier : FrameOp::kRead;
     f.header.segment_id = segment_id_;
     f.header.offset = op.offset + done;
     f.header.length = length;

@@ -154,7 +154,12 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         batch->FinishPart(i, InvalidArgument("request has no local buffer"));
         continue;
       }
-      if (size > 0 && (r.offset > size || r.length > size - r.offset)) {
+      if (r.from_tier && r.kind != OpKind::kRead) {
+        batch->FinishPart(i, InvalidArgument("the SSD tier's file is only read through the transfer engine"));
+        continue;
+      }
+      // A tier read's bounds are the file's, which the channel (shm) or the store (tcp) checks.
+      if (!r.from_tier && size > 0 && (r.offset > size || r.length > size - r.offset)) {
         batch->FinishPart(i, InvalidArgument(fmt::format("[{}, +{}) is outside segment {} of {} bytes",
                                                          r.offset, r.length, r.segment_id, size)));
         continue;
@@ -165,7 +170,8 @@ std::unique_ptr<TransferBatch> TransferEngine::Submit(std::span<const TransferRe
         groups.emplace_back(route.channel, std::vector<ChannelOp>{});
         group = groups.end() - 1;
       }
-      group->second.push_back({r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant, r.checksum});
+      group->second.push_back(
+          {r.kind, static_cast<char*>(r.local), r.offset, r.length, i, r.grant, r.checksum, r.from_tier});
     }
   }
   for (auto& [channel, ops] : groups) {

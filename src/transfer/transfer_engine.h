@@ -55,6 +55,11 @@ struct TransferRequest {
   // completes OK, and never once its batch is abandoned. Null: not hashed.
   // REQUIRES: length <= kMaxHashedReadBytes (else the request fails INVALID_ARGUMENT).
   uint64_t* checksum = nullptr;
+  // A read only: from the segment's store's SSD tier file rather than its memory, `offset`
+  // being into that file (the master's lookup says where an object on SSD lies). Same host:
+  // read from the file (handed over with the segment) into `local`; otherwise over tcp. The
+  // store does not pin the bytes: a caller reading an object must check its checksum.
+  bool from_tier = false;
 };
 
 // The longest read a transport hashes as it lands (tcp sends such a read as one frame).

@@ -2,6 +2,7 @@
 // (allow_shm=false forces tcp on one host).
 #include "transfer/transfer_engine.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -57,16 +58,27 @@ class TempDir {
   std::string path_;
 };
 
-// One store: a memfd segment served over tcp and shm.
+constexpr uint64_t kTierSize = (8 << 20) + 4096;
+
+// One store: a memfd segment served over tcp and shm, and an SSD tier file of random bytes
+// (opened O_DIRECT where the filesystem takes it, as the store's tier is).
 class StoreFixture {
  public:
   explicit StoreFixture(std::optional<SharedSecret> secret = {}) {
     region = std::move(MemfdRegion::Create(kSegmentSize).value());
+    tier_bytes = RandomBytes(kTierSize, 99);
+    const std::string tier_path = dir.path() + "/tier";
+    {
+      UniqueFd writer(::open(tier_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+      EXPECT_EQ(::pwrite(writer.get(), tier_bytes.data(), kTierSize, 0), static_cast<ssize_t>(kTierSize));
+    }
+    tier.Reset(::open(tier_path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+    if (!tier.valid()) tier.Reset(::open(tier_path.c_str(), O_RDONLY | O_CLOEXEC));
     SegmentServerOptions options;
     options.shm_socket_path = dir.path() + "/store.sock";
     options.secret = std::move(secret);
     server = std::move(SegmentServer::Start(options).value());
-    server->Serve({kSegment, region->data(), region->size(), region->memfd()});
+    server->Serve({kSegment, region->data(), region->size(), region->memfd(), tier.get(), kTierSize});
   }
   SegmentEndpoint Endpoint(uint64_t id, uint64_t size) const {
     return {id, "store-a", LocalHostId(), server->tcp_address(), server->shm_socket_path(), size};
@@ -74,6 +86,8 @@ class StoreFixture {
 
   TempDir dir;
   std::unique_ptr<MemfdRegion> region;
+  std::vector<char> tier_bytes;
+  UniqueFd tier;
   std::unique_ptr<SegmentServer> server;
 };
 
@@ -111,6 +125,49 @@ TEST_P(TransferRoundTripTest, RoundTripsEverySize) {
     ASSERT_TRUE(Move(OpKind::kRead, back.data(), kSegment, offset, size).ok());
     ASSERT_EQ(std::memcmp(back.data(), source.data(), size), 0);
   }
+}
+
+// Reads of the store's SSD tier file (TransferRequest::from_tier) at any offset and length,
+// hashed or not, in one batch with a segment read; a range past the file, a tier write and a
+// segment served without a tier are refused alone.
+TEST_P(TransferRoundTripTest, TierReadsComeFromTheStoresFile) {
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {0, 1}, {4095, 2}, {4096 + 7, (4 << 20) + 3}, {1 << 20, 1 << 20}, {kTierSize - 5, 5}};
+  std::vector<std::vector<char>> backs;
+  std::vector<uint64_t> sums(ranges.size(), 0);
+  std::vector<TransferRequest> reads;
+  for (size_t i = 0; i < ranges.size(); ++i) backs.emplace_back(ranges[i].second);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    TransferRequest r{OpKind::kRead, backs[i].data(), kSegment, ranges[i].first, ranges[i].second};
+    r.from_tier = true;
+    if (i % 2 == 0) r.checksum = &sums[i];
+    reads.push_back(r);
+  }
+  std::vector<char> segment_back(4096);
+  reads.push_back({OpKind::kRead, segment_back.data(), kSegment, 0, segment_back.size()});
+  std::vector<Status> results;
+  ASSERT_TRUE(engine_->Transfer(reads, Soon(), &results).ok());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    SCOPED_TRACE(i);
+    const char* expected = store_.tier_bytes.data() + ranges[i].first;
+    EXPECT_EQ(std::memcmp(backs[i].data(), expected, ranges[i].second), 0);
+    if (i % 2 == 0) EXPECT_EQ(sums[i], Checksum(expected, ranges[i].second));
+  }
+  EXPECT_EQ(std::memcmp(segment_back.data(), store_.region->data(), segment_back.size()), 0);
+
+  std::vector<char> buffer(8192);
+  TransferRequest past{OpKind::kRead, buffer.data(), kSegment, kTierSize - 4096, 8192};
+  past.from_tier = true;
+  TransferRequest write{OpKind::kWrite, buffer.data(), kSegment, 0, 4096};
+  write.from_tier = true;
+  for (const TransferRequest& r : {past, write}) {
+    EXPECT_EQ(engine_->Transfer({&r, 1}, Soon()).code(), StatusCode::kInvalidArgument);
+  }
+  // Served again without a tier (a store whose tier is gone): its tier reads are refused.
+  store_.server->Serve({kSegment, store_.region->data(), store_.region->size(), store_.region->memfd()});
+  TransferRequest first{OpKind::kRead, buffer.data(), kSegment, 0, 4096};
+  first.from_tier = true;
+  EXPECT_EQ(engine_->Transfer({&first, 1}, Soon()).code(), StatusCode::kInvalidArgument);
 }
 
 // A read asked to hash its bytes lands them and their Checksum(), in one batch with reads
@@ -392,6 +449,14 @@ TEST(TenantTransferTest, ATenantReachesOnlyTheRangesItWasGranted) {
     EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << why << ": " << s.ToString();
   }
   ASSERT_TRUE(engine.Transfer({&read, 1}, Soon()).ok());
+
+  // The SSD tier's file is another space: a segment grant does not open the same range of it.
+  TransferRequest tier_read{OpKind::kRead, back.data(), kSegment, 8192, back.size(), read_grant};
+  tier_read.from_tier = true;
+  EXPECT_EQ(engine.Transfer({&tier_read, 1}, Soon()).code(), StatusCode::kPermissionDenied);
+  tier_read.grant = IssueGrant(pool, GrantOp::kReadTier, kSegment, 8192, back.size(), later);
+  ASSERT_TRUE(engine.Transfer({&tier_read, 1}, Soon()).ok());
+  EXPECT_EQ(std::memcmp(back.data(), store.tier_bytes.data() + 8192, back.size()), 0);
 
   // The shm socket refuses a tenant outright: a mapped segment is every namespace's bytes.
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));

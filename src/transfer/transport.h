@@ -27,6 +27,7 @@ struct ChannelOp {
   size_t index = 0;
   AccessGrant grant;  // TransferRequest::grant
   uint64_t* checksum = nullptr;  // TransferRequest::checksum: the channel hashes the op as it lands
+  bool from_tier = false;        // TransferRequest::from_tier (a read; offset is into the tier file)
 };
 
 class SegmentChannel {
