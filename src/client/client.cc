@@ -142,6 +142,28 @@ struct Client::Impl {
     return calls;
   }
 
+  // One status per key from calls answered with a BatchKeysReply (`method` names the call in
+  // errors): the part's error for its keys when the call failed.
+  template <class Call>
+  std::vector<Status> KeyResults(const std::vector<Call>& calls, std::span<const std::string> keys,
+                                 const char* method) const {
+    std::vector<Status> out(keys.size());
+    for (const Call& c : calls) {
+      for (size_t j = 0; j < c.keys.size(); ++j) {
+        const size_t i = c.keys[j];
+        if (!c.status.ok()) {
+          out[i] = RpcError(c.status, method, c.part);
+        } else if (c.reply.results_size() != static_cast<int>(c.keys.size())) {
+          out[i] = Internal(fmt::format("master answered {} with a wrong number of results", method));
+        } else {
+          const proto::KeyResult& r = c.reply.results(static_cast<int>(j));
+          out[i] = FromProtoCode(r.code(), r.message(), keys[i]);
+        }
+      }
+    }
+    return out;
+  }
+
   // Tells the engine about a part's segments it has not seen, or whose endpoint changed.
   void OpenSegments(uint32_t part, const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
     std::lock_guard lock(segments_mu);
@@ -589,21 +611,25 @@ std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
   std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);
   impl_->Run(
       calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRemove(ctx, c.request, cq); });
-  std::vector<Status> out(keys.size());
-  for (const Call& c : calls) {
-    for (size_t j = 0; j < c.keys.size(); ++j) {
-      const size_t i = c.keys[j];
-      if (!c.status.ok()) {
-        out[i] = impl_->RpcError(c.status, "BatchRemove", c.part);
-      } else if (c.reply.results_size() != static_cast<int>(c.keys.size())) {
-        out[i] = Internal("master answered BatchRemove with a wrong number of results");
-      } else {
-        const proto::KeyResult& r = c.reply.results(static_cast<int>(j));
-        out[i] = FromProtoCode(r.code(), r.message(), keys[i]);
-      }
-    }
-  }
-  return out;
+  return impl_->KeyResults(calls, keys, "BatchRemove");
+}
+
+std::vector<Status> Client::Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) {
+  if (ttl.count() <= 0) return std::vector<Status>(keys.size(), InvalidArgument("Retain needs a ttl above 0"));
+  using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
+  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);
+  for (Call& c : calls) c.request.set_retain_ms(static_cast<uint64_t>(ttl.count()));
+  impl_->Run(
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
+  return impl_->KeyResults(calls, keys, "BatchRetain");
+}
+
+std::vector<Status> Client::Release(std::span<const std::string> keys) {
+  using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
+  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);  // retain_ms 0: release
+  impl_->Run(
+      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
+  return impl_->KeyResults(calls, keys, "BatchRetain");
 }
 
 void PoolCounters::Add(const PoolCounters& o) {

@@ -202,6 +202,15 @@ class Client {
   Status Remove(std::string_view key);
   std::vector<Status> BatchRemove(std::span<const std::string> keys);
 
+  // Hints from a router (issue 18), one round trip per part. Retain keeps each key's eviction
+  // unit (its group, or itself) over units without a pin for `ttl` (> 0): a session waiting for
+  // a tool or a subagent keeps its history through other sessions' churn. Release makes them
+  // first to evict (a session that ended). Advisory: a pool retains at most a share of its
+  // units (NO_SPACE beyond it) and evicts retained ones when nothing else is left; a key not
+  // in DRAM is OK and unchanged.
+  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl);
+  std::vector<Status> Release(std::span<const std::string> keys);
+
   // Reads that found bytes not matching their checksum, since Connect (each one a miss, or a
   // read from the next copy). Mapped reads are counted by their consumer.
   uint64_t checksum_mismatches() const;

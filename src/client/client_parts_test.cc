@@ -8,6 +8,7 @@
 #include "client/client.h"
 #include "embedded/embedded_pool.h"
 #include "master/master_server.h"
+#include "master/pool_metadata.h"
 #include "store/storage_service.h"
 
 namespace kvpool::client {
@@ -93,6 +94,30 @@ TEST_F(ClientPartsTest, EveryKeyLivesInItsPartAndReadsBack) {
   EXPECT_EQ(*exists, (std::vector<bool>{true, true, false}));
   for (const Status& s : c->BatchRemove(keys)) EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c->Get(keys[5]).status().code(), StatusCode::kNotFound);
+}
+
+// Router hints reach the part of every key: retained there, then released.
+TEST_F(ClientPartsTest, RetainAndReleaseReachEveryKeysPart) {
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  const std::vector<std::string> all = Keys(200);
+  PutAll(*c, all);
+  // A few of them: a part retains at most half of its units.
+  std::vector<std::string> keys(all.begin(), all.begin() + 20);
+  keys.push_back("absent");
+  auto retained = [&] {
+    uint64_t units = 0;
+    for (auto& part : parts_) units += part->master().pool()->Stat().retained_units;
+    return units;
+  };
+  const std::vector<Status> kept = c->Retain(keys, std::chrono::minutes(1));
+  for (size_t i = 0; i + 1 < keys.size(); ++i) EXPECT_TRUE(kept[i].ok()) << keys[i] << ": " << kept[i].ToString();
+  EXPECT_EQ(kept.back().code(), StatusCode::kNotFound);
+  EXPECT_EQ(retained(), keys.size() - 1);  // ungrouped: a unit per key
+  for (const Status& s : c->Retain(keys, std::chrono::milliseconds(0))) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  keys.pop_back();
+  for (const Status& s : c->Release(keys)) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(retained(), 0u);
 }
 
 TEST_F(ClientPartsTest, APartThatStopsFailsOnlyItsOwnKeys) {

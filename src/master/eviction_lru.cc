@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 
 namespace kvpool::master {
 
@@ -20,6 +21,7 @@ EvictionLru::UnitId EvictionLru::NewUnitLocked() {
 
 void EvictionLru::FreeUnitLocked(UnitId id) {
   Unit& u = units_[id];
+  EndRetentionLocked(u);
   const uint32_t generation = u.generation + 1;
   u = Unit{};
   u.generation = generation;  // a Candidate or pin end naming the old unit no longer matches
@@ -78,9 +80,9 @@ void EvictionLru::FileLocked(UnitId id, int64_t blocked_until_ms, int64_t now_ms
   Unit& u = units_[id];
   if (blocked_until_ms > now_ms) {
     LinkLocked(id, Place::kDeferred, blocked_until_ms);
-  } else if (u.pin_until_ms > now_ms) {
+  } else if (PinOf(u) > now_ms) {
     LinkLocked(id, Place::kPinned, u.last_access_ms);
-    pin_ends_.push({u.pin_until_ms, id, u.generation});
+    pin_ends_.push({PinOf(u), id, u.generation});
   } else {
     LinkLocked(id, Place::kUnpinned, u.last_access_ms);
   }
@@ -199,13 +201,15 @@ void EvictionLru::ReleaseDueLocked(int64_t now_ms) {
     UnlinkLocked(id);
     FileLocked(id, 0, now_ms);
   }
-  // Pins that ended: from `pinned` to `unpinned`, at the same recency.
+  // Pins and retentions that ended: from `pinned` to `unpinned`, at the same recency.
   while (!pin_ends_.empty() && pin_ends_.top().pin_until_ms <= now_ms) {
     const PinEnd end = pin_ends_.top();
     pin_ends_.pop();
     Unit& u = units_[end.unit];
-    if (u.generation != end.generation || u.place != Place::kPinned || u.pin_until_ms > now_ms) {
-      continue;  // gone, moved, or pinned longer since: a later entry covers it
+    if (u.generation != end.generation) continue;  // gone
+    if (u.retained && u.retain_until_ms <= now_ms) EndRetentionLocked(u);
+    if (u.place != Place::kPinned || PinOf(u) > now_ms) {
+      continue;  // moved, or pinned longer since: a later entry covers it
     }
     UnlinkLocked(end.unit);
     FileLocked(end.unit, 0, now_ms);
@@ -248,6 +252,49 @@ void EvictionLru::GiveBack(const Candidate& candidate, int64_t blocked_until_ms,
   Unit& u = units_[candidate.unit];
   if (u.generation != candidate.generation || u.place != Place::kCheckedOut) return;
   FileLocked(candidate.unit, blocked_until_ms, now_ms);
+}
+
+void EvictionLru::EndRetentionLocked(Unit& u) {
+  if (u.retained) --retained_units_;
+  u.retained = false;
+  u.retain_until_ms = 0;
+}
+
+bool EvictionLru::Retain(UnitId id, int64_t until_ms, size_t max_retained, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  ReleaseDueLocked(now_ms);  // retentions that ended no longer count against the bound
+  Unit& u = units_[id];
+  assert(u.place != Place::kFree);
+  if (!u.retained) {
+    if (retained_units_ >= max_retained) return false;
+    u.retained = true;
+    ++retained_units_;
+  }
+  u.retain_until_ms = until_ms;
+  pin_ends_.push({until_ms, id, u.generation});  // ends the count, whatever else pins it
+  if (u.place == Place::kUnpinned || u.place == Place::kPinned) {
+    UnlinkLocked(id);
+    FileLocked(id, 0, now_ms);
+  }  // deferred or checked out: filed with the retention when it comes back
+  return true;
+}
+
+void EvictionLru::Release(UnitId id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Unit& u = units_[id];
+  assert(u.place != Place::kFree);
+  EndRetentionLocked(u);
+  // Before every unit filed at a real time; a read or a member's put end makes it recent again.
+  u.last_access_ms = std::numeric_limits<int64_t>::min() / 4;
+  if (u.place == Place::kUnpinned || u.place == Place::kPinned) {
+    UnlinkLocked(id);
+    FileLocked(id, 0, now_ms);
+  }
+}
+
+size_t EvictionLru::retained_units() const {
+  std::lock_guard lock(mu_);
+  return retained_units_;
 }
 
 size_t EvictionLru::unit_count() const {

@@ -12,6 +12,11 @@
 // A group's recency is the latest put end or read of any member (a member that leaves does
 // not make the group older); it is pinned while any current member's pin runs.
 //
+// Router hints (issue 18) act on whole units: Retain pins a unit until a time, beside its
+// members' own pins (a session waiting for a tool keeps its history over others' churn), at
+// most a given number of units at once; Release ends that and ranks the unit least recent of
+// all, first to evict, until it is read or written again (a session that ended).
+//
 // The order is a hint about *which* unit to try: the pass re-checks every unit under the
 // object-shard locks (leases, pending members, membership) before it evicts anything, so a
 // unit that changed after it was ranked is given back, never half-evicted.
@@ -27,6 +32,7 @@
 // they use it); the eviction pass holds no shard lock while checking units out.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -91,6 +97,17 @@ class EvictionLru {
   // that is past `now_ms`, else to its ranked place. A no-op if the unit ended meanwhile.
   void GiveBack(const Candidate& candidate, int64_t blocked_until_ms, int64_t now_ms);
 
+  // ---- router hints ----
+  // Keeps `unit` as a pinned one until `until_ms` (> now_ms), or, retained already, moves its
+  // end there. False, and nothing changes, when `max_retained` units are retained already.
+  // REQUIRES: as for Leave.
+  bool Retain(UnitId unit, int64_t until_ms, size_t max_retained, int64_t now_ms);
+  // Ends the unit's retention and ranks it before every other unit of its place.
+  // REQUIRES: as for Leave.
+  void Release(UnitId unit, int64_t now_ms);
+  // Units whose retention has not ended (as of the latest pass, Retain or Release).
+  size_t retained_units() const;
+
   // Units alive (in any place).
   size_t unit_count() const;
   // Units ever handed out by CheckOut: what eviction passes cost (tests and benchmarks).
@@ -110,7 +127,9 @@ class EvictionLru {
   };
   struct Unit {
     int64_t last_access_ms = 0;
-    int64_t pin_until_ms = 0;
+    int64_t pin_until_ms = 0;     // its members' pins (the latest)
+    int64_t retain_until_ms = 0;  // a router's Retain; 0: none
+    bool retained = false;        // counted in retained_units_
     const std::string* name = nullptr;  // the index's key, or the registry's group name
     GroupUnit* group = nullptr;         // null for an ungrouped object
     uint64_t put_id = 0;                // ungrouped only
@@ -142,6 +161,9 @@ class EvictionLru {
   void FileLocked(UnitId id, int64_t blocked_until_ms, int64_t now_ms);
   void ReleaseDueLocked(int64_t now_ms);
   static int64_t MaxPin(const GroupUnit& group);
+  // Pinned until: its members' pins or its retention, whichever ends later.
+  static int64_t PinOf(const Unit& u) { return std::max(u.pin_until_ms, u.retain_until_ms); }
+  void EndRetentionLocked(Unit& u);
   void TouchLocked(UnitId id, int64_t now_ms);
 
   mutable std::mutex mu_;
@@ -153,6 +175,7 @@ class EvictionLru {
   // Keyed by views of the registry's names (see JoinGroup).
   std::unordered_map<std::string_view, GroupUnit, KeyHash, KeyEqual> groups_;  // guarded by mu_
   size_t live_units_ = 0;           // guarded by mu_
+  size_t retained_units_ = 0;       // guarded by mu_
   uint64_t checked_out_total_ = 0;  // guarded by mu_
   uint64_t reranked_total_ = 0;     // guarded by mu_
 };

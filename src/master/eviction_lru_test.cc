@@ -115,6 +115,64 @@ TEST_F(EvictionLruTest, GroupIsPinnedOnlyWhileAPinnedMemberIsIn) {
   EXPECT_EQ(Peek(), (Names{"g", "a"}));
 }
 
+// A retained unit (a waiting session's chunk) comes after every unit without a pin until its
+// retention ends, and a group keeps it while members come and go.
+TEST_F(EvictionLruTest, ARetainedUnitComesAfterUnpinnedOnesUntilItsRetentionEnds) {
+  const std::string* g = Name("g");
+  auto group = lru_.JoinGroup(g, 10, 0, 0, now_);
+  auto a = Add("a", 5);
+  Add("b", 20);
+  ASSERT_TRUE(lru_.Retain(group, now_ + 500, 10, now_));
+  ASSERT_TRUE(lru_.Retain(a, now_ + 100, 10, now_));
+  EXPECT_EQ(lru_.retained_units(), 2u);
+  EXPECT_EQ(Peek(), (Names{"b", "a", "g"}));  // pinned ones by recency
+  lru_.JoinGroup(g, 30, 0, 0, now_);           // a member joins: still retained
+  EXPECT_EQ(Peek(), (Names{"b", "a", "g"}));
+  now_ += 100;                                 // a's retention ends
+  EXPECT_EQ(Peek(), (Names{"a", "b", "g"}));
+  EXPECT_EQ(lru_.retained_units(), 1u);
+  ASSERT_TRUE(lru_.Retain(group, now_ + 1000, 10, now_));  // moved later: still one
+  EXPECT_EQ(lru_.retained_units(), 1u);
+  now_ += 500;
+  EXPECT_EQ(Peek(), (Names{"a", "b", "g"}));
+  now_ += 500;
+  EXPECT_EQ(Peek(), (Names{"a", "b", "g"}));
+  EXPECT_EQ(lru_.retained_units(), 0u);
+  lru_.Leave(a, 0, now_);
+  EXPECT_EQ(Peek(), (Names{"b", "g"}));
+}
+
+// No more than the bound are retained at once; a unit that leaves frees its place.
+TEST_F(EvictionLruTest, RetentionIsBoundedAndFreedByUnitsThatLeave) {
+  auto a = Add("a", 10);
+  auto b = Add("b", 20);
+  auto c = Add("c", 30);
+  EXPECT_TRUE(lru_.Retain(a, now_ + 100, 2, now_));
+  EXPECT_TRUE(lru_.Retain(b, now_ + 100, 2, now_));
+  EXPECT_FALSE(lru_.Retain(c, now_ + 100, 2, now_));
+  EXPECT_EQ(Peek(), (Names{"c", "a", "b"}));
+  lru_.Leave(a, 0, now_);
+  EXPECT_EQ(lru_.retained_units(), 1u);
+  EXPECT_TRUE(lru_.Retain(c, now_ + 100, 2, now_));
+}
+
+// A released unit (an ended session's chunk) goes first, pinned or not, until it is used again.
+TEST_F(EvictionLruTest, AReleasedUnitIsFirstToEvictUntilUsedAgain) {
+  Add("a", 10);
+  auto b = Add("b", 20);
+  auto c = Add("c", 30, /*pin_until_ms=*/9000);
+  ASSERT_TRUE(lru_.Retain(b, now_ + 100, 10, now_));
+  lru_.Release(b, now_);
+  EXPECT_EQ(lru_.retained_units(), 0u);
+  EXPECT_EQ(Peek(), (Names{"b", "a", "c"}));
+  lru_.Release(c, now_);  // its put's own pin stands: first of the pinned
+  Add("d", 40, 9000);
+  EXPECT_EQ(Peek(), (Names{"b", "a", "c", "d"}));
+  now_ += 10;
+  lru_.Touch(b, now_);
+  EXPECT_EQ(Peek(), (Names{"a", "b", "c", "d"}));
+}
+
 TEST_F(EvictionLruTest, GiveBackOfAUnitThatEndedIsANoOp) {
   auto a = Add("a", 10);
   auto out = lru_.CheckOut(1, now_);

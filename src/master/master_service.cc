@@ -387,6 +387,18 @@ grpc::Status MasterService::BatchRemove(grpc::ServerContext* context, const prot
   return grpc::Status::OK;
 }
 
+grpc::Status MasterService::BatchRetain(grpc::ServerContext* context, const proto::BatchRetainRequest* request,
+                                        proto::BatchKeysReply* reply) {
+  CallTimer timer(metrics_, RpcMethod::kBatchRetain, request->keys_size());
+  grpc::Status refused;
+  std::optional<TenantClaim> caller;
+  std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
+  if (!pool) return refused;
+  if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
+  ToProto(pool->BatchRetain(KeyViews(request->keys()), request->retain_ms()), reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::StatRequest*,
                                  proto::StatReply* reply) {
   CallTimer timer(metrics_, RpcMethod::kStat, 0);

@@ -78,6 +78,7 @@ class MasterService final : public proto::Master::Service {
                                 proto::BatchGetReplicasReply*) override;
   grpc::Status BatchExists(grpc::ServerContext*, const proto::BatchKeysRequest*,
                            proto::BatchExistsReply*) override;
+  grpc::Status BatchRetain(grpc::ServerContext*, const proto::BatchRetainRequest*, proto::BatchKeysReply*) override;
   grpc::Status BatchRemove(grpc::ServerContext*, const proto::BatchKeysRequest*,
                            proto::BatchKeysReply*) override;
   grpc::Status Stat(grpc::ServerContext*, const proto::StatRequest*, proto::StatReply*) override;

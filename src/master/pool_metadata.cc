@@ -669,6 +669,37 @@ void PoolMetadata::BatchExists(std::span<const std::string_view> keys, std::stri
   });
 }
 
+std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms) {
+  const int64_t now = clock_->NowMs();
+  std::vector<Status> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string_view key = keys[i];
+    if (Status status = ValidateKey(key); !status.ok()) {
+      out[i] = std::move(status);
+      continue;
+    }
+    ObjectShard& shard = index_.shard(index_.ShardOf(key));
+    std::lock_guard lock(shard.mu);
+    auto it = shard.objects.find(key);
+    if (it == shard.objects.end()) {
+      out[i] = NotFound(fmt::format("key {} is not in the pool", QuoteKey(key)));
+    } else if (it->second.state != ObjectState::kComplete) {
+      out[i] = NotReady(fmt::format("put of key {} has not ended", QuoteKey(key)));
+    } else if (it->second.lru_unit == EvictionLru::kNoUnit) {
+      // Not in the DRAM eviction order (on SSD, or on its way): nothing to retain here.
+    } else if (retain_ms == 0) {
+      lru_.Release(it->second.lru_unit, now);
+    } else {
+      const auto max_units = static_cast<size_t>(options_.max_retained_fraction * static_cast<double>(lru_.unit_count()));
+      if (!lru_.Retain(it->second.lru_unit, now + static_cast<int64_t>(retain_ms), max_units, now)) {
+        out[i] = NoSpace(fmt::format("the pool retains {} of its {} eviction units already (at most {:.0f}%)",
+                                     lru_.retained_units(), lru_.unit_count(), 100 * options_.max_retained_fraction));
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Status> PoolMetadata::BatchRemove(std::span<const std::string_view> keys) {
   const int64_t now = clock_->NowMs();
   std::vector<Status> out(keys.size());
@@ -734,6 +765,7 @@ PoolStats PoolMetadata::Stat() const {
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
   stats.groups = groups_.group_count();
   stats.eviction_units = lru_.unit_count();
+  stats.retained_units = lru_.retained_units();
   stats.eviction_units_visited = lru_.checked_out_total();
   stats.eviction_units_reranked = lru_.reranked_total();
   stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);

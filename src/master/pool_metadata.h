@@ -78,6 +78,9 @@ struct PoolOptions {
   // store's tier file, for the client to read it from there into its own buffer (no DRAM
   // taken, no wait for a load); true loads it into the segment first and answers that copy.
   bool promote_on_hit = false;
+  // Router hints (BatchRetain) retain at most this share of the eviction units at once, so
+  // a client's pins never leave the pool nothing else to evict.
+  double max_retained_fraction = 0.5;
 };
 
 struct PutOptions {
@@ -158,6 +161,7 @@ struct PoolStats {
   uint64_t eviction_units = 0;          // groups and ungrouped complete objects
   uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
   uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
+  uint64_t retained_units = 0;           // units a router's BatchRetain keeps (issue 18)
   std::vector<SegmentStats> segments;
   std::vector<NamespaceUsage> namespaces;  // those with a quota
   std::vector<NamespaceHitCount> namespace_hits;  // lookups per namespace (NamespaceHits)
@@ -224,6 +228,12 @@ class PoolMetadata {
   // Appends one byte per key to `out`: 1 if the key is present and complete, else 0.
   void BatchExists(std::span<const std::string_view> keys, std::string* out);
   std::vector<Status> BatchRemove(std::span<const std::string_view> keys);
+  // A router's hint (issue 18; eviction_lru.h): retain_ms > 0 keeps each key's eviction unit
+  // (its group, or itself) over units without a pin for that long; 0 releases it, first to
+  // evict. NOT_FOUND for an absent key, NOT_READY for a put not ended, NO_SPACE when
+  // max_retained_fraction of the units are retained already; a key not in DRAM (on SSD, or
+  // on its way there) is OK and unchanged.
+  std::vector<Status> BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms);
 
   PoolStats Stat() const;
 

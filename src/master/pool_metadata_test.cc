@@ -643,6 +643,35 @@ TEST_F(PoolMetadataTest, PinnedObjectsGoLast) {
   EXPECT_FALSE(Exists("pinned-oldest"));
 }
 
+// A router's hints (issue 18): a retained key outlives less recent ones until its retention
+// ends; a released one goes first; at most max_retained_fraction of the units are retained.
+TEST_F(PoolMetadataTest, RetainedKeysOutliveOthersAndReleasedOnesGoFirst) {
+  MakePool();
+  Mount(kObject * 16);
+  for (const char* key : {"waiting", "a", "b", "c", "ended"}) {
+    ASSERT_TRUE(Put(key).ok());
+    clock_.AdvanceMs(10);
+  }
+  const std::vector<std::string_view> waiting = {"waiting"}, ended = {"ended"};
+  ASSERT_TRUE(pool_->BatchRetain(waiting, 1000)[0].ok());
+  ASSERT_TRUE(pool_->BatchRetain(ended, 0)[0].ok());
+  EXPECT_EQ(pool_->Stat().retained_units, 1u);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject * 2), kObject * 2);
+  EXPECT_FALSE(Exists("ended"));  // released: first, though the most recent
+  EXPECT_FALSE(Exists("a"));
+  EXPECT_TRUE(Exists("waiting"));  // retained: though the least recent
+  clock_.AdvanceMs(1000);          // its retention ends: plain LRU again
+  EXPECT_EQ(pool_->EvictAtLeast(kObject), kObject);
+  EXPECT_FALSE(Exists("waiting"));
+  EXPECT_EQ(pool_->Stat().retained_units, 0u);
+
+  const std::vector<std::string_view> all = {"b", "c", "absent"};
+  const std::vector<Status> out = pool_->BatchRetain(all, 1000);  // 2 units: at most 1 retained
+  EXPECT_TRUE(out[0].ok());
+  EXPECT_EQ(out[1].code(), StatusCode::kNoSpace) << out[1].ToString();
+  EXPECT_EQ(out[2].code(), StatusCode::kNotFound);
+}
+
 TEST_F(PoolMetadataTest, ExpiredPinIsPlainLru) {
   MakePool();
   Mount(kObject * 16);

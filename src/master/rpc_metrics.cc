@@ -19,6 +19,7 @@ std::string_view RpcMethodName(RpcMethod method) {
     case RpcMethod::kBatchGetReplicas: return "BatchGetReplicas";
     case RpcMethod::kBatchExists: return "BatchExists";
     case RpcMethod::kBatchRemove: return "BatchRemove";
+    case RpcMethod::kBatchRetain: return "BatchRetain";
     case RpcMethod::kStat: return "Stat";
     case RpcMethod::kDescribe: return "Describe";
     case RpcMethod::kCount: break;

@@ -22,6 +22,7 @@ enum class RpcMethod : int {
   kBatchGetReplicas,
   kBatchExists,
   kBatchRemove,
+  kBatchRetain,
   kStat,
   kDescribe,
   kCount,  // not a method
