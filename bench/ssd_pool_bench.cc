@@ -10,7 +10,7 @@
 // other pool, through a load into the segment. Every byte read is compared with what was put.
 // Prints one JSON object.
 //
-//   ssd_pool_bench --dir /var/tmp --share 512MiB --object 4MiB --reps 5
+//   ssd_pool_bench --dir /var/tmp --share 1536MiB --object 4MiB --reps 5
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -148,7 +148,7 @@ struct Pool {
 
 int main(int argc, char** argv) {
   CLI::App app("One stage's share read back through the pool from DRAM and from the SSD tier");
-  std::string dir = "/var/tmp", share_text = "512MiB", object_text = "4MiB";
+  std::string dir = "/var/tmp", share_text = "1536MiB", object_text = "4MiB";
   int reps = 5;
   app.add_option("--dir", dir, "folder of the SSD tiers' files (a real disk)")->capture_default_str();
   app.add_option("--share", share_text, "bytes of the share")->capture_default_str();

@@ -7,19 +7,17 @@
 # O_DIRECT, as the disk's own figure. Raw results: docs/results/ssd-pool.json, rendered into
 # docs/benchmarks.md by scripts/render_ssd_benchmarks.py.
 #
-# usage: [SSD_DIR=/var/tmp] [SHARE=512MiB] [OBJECT=4MiB] [REPS=5] [BUILD=build] scripts/bench-ssd-pool.sh
-# (BUILD: a build folder to use; made with RelWithDebInfo when it has none yet.)
+# usage: [SSD_DIR=/var/tmp] [SHARE=1536MiB] [OBJECT=4MiB] [REPS=5] [BUILD=build] scripts/bench-ssd-pool.sh
+# (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SSD_DIR=${SSD_DIR:-/var/tmp}
-SHARE=${SHARE:-512MiB}
+SHARE=${SHARE:-1536MiB}
 OBJECT=${OBJECT:-4MiB}
 REPS=${REPS:-5}
 command -v fio >/dev/null || { echo "bench-ssd-pool: fio not found (apt-get install fio)" >&2; exit 2; }
-BUILD=${BUILD:-build}
-[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$BUILD" kvpool_ssd_pool_bench >/dev/null
+source scripts/bench_build.sh
+bench_build kvpool_ssd_pool_bench
 FILE=$(mktemp -p "$SSD_DIR" kvpool-ssd-pool-fio.XXXXXX)
 POOL=$(mktemp) FIO=$(mktemp)
 trap 'rm -f "$FILE" "$POOL" "$FIO"' EXIT

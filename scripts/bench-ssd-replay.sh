@@ -14,7 +14,7 @@
 #
 # usage: [SESSIONS=112] [DURATION=600] [IDLE_CAP=3600] [SMALLS="16000000 24000000"] [BIG=96000000]
 #        [SSD_FACTOR=4] [SSD_GBPS=3.5] [SSD_DIR=/var/tmp] [BUILD=build] scripts/bench-ssd-replay.sh
-# (BUILD: a build folder to use; made with RelWithDebInfo when it has none yet.)
+# (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-112}
@@ -25,10 +25,8 @@ BIG=${BIG:-96000000}
 SSD_FACTOR=${SSD_FACTOR:-4}
 SSD_DIR=${SSD_DIR:-/var/tmp}
 SSD_GBPS=${SSD_GBPS:-3.5}
-BUILD=${BUILD:-build}
-[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$BUILD" kvpool >/dev/null
+source scripts/bench_build.sh
+bench_build kvpool
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 common=(--synth 393 --seed 1 --sessions "$SESSIONS" --duration "$DURATION" --idle-cap "$IDLE_CAP" --mode pool)

@@ -64,6 +64,7 @@ struct ReplayFlags {
   double ssd_gbps = engine::CostModelParams::Published().ssd_read_bytes_per_s_per_gpu / 1e9;
   std::string ssd_dir;
   double idle_cap_s = 300;
+  std::string retention = "lru";
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
@@ -281,6 +282,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.warmup_requests = f.warmup;
       o.replay.ramp_s = f.ramp_s;
       o.replay.idle_cap_s = f.idle_cap_s;
+      o.replay.session_retention = f.retention == "session";
       o.ssd_tokens = f.ssd_tokens;
       o.ssd_dir = f.ssd_dir;
       o.cost.ssd_read_bytes_per_s_per_gpu = f.ssd_gbps * 1e9;
@@ -461,6 +463,11 @@ void AddReplayCommand(CLI::App& app) {
                   "textfile collector; a sweep leaves its last run's)");
   cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--retention", f.retention,
+                  "the pool's eviction: lru, or session (the router tells the pool which sessions wait for a "
+                  "tool and for how long, and which ended: waiting sessions' histories are kept over others')")
+      ->check(CLI::IsMember({"lru", "session"}))
       ->capture_default_str();
   AddConfigFile(cmd);
   cmd->callback([cmd] {

@@ -36,5 +36,8 @@ std::vector<ChunkKey> ChainChunkKeys(const KvNamespace& ns, std::span<const Toke
 std::string ChunkGroupName(const KvNamespace& ns, const ChunkKey& key);
 // The pool key of `stage`'s object for one chunk.
 std::string StageObjectKey(const KvNamespace& ns, const ChunkKey& key, uint32_t stage);
+// Every stage object key of every full chunk of `tokens`: what saving them puts, chunk by
+// chunk (a router's hints about a session name these).
+std::vector<std::string> StageObjectKeys(const KvNamespace& ns, std::span<const TokenId> tokens);
 
 }  // namespace kvpool::connector

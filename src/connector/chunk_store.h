@@ -3,6 +3,7 @@
 // PoolChunkStore forwards to a client::Client (the real pool).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,6 +39,14 @@ class ChunkStore {
   virtual Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) {
     return Unavailable("this chunk store maps nothing");
   }
+  // A router's hints (client::Client::Retain / Release): keep these keys over others for
+  // `ttl`, or make them first to evict. Stores that take no hints answer UNAVAILABLE.
+  virtual std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) {
+    return std::vector<Status>(keys.size(), Unavailable("this chunk store takes no hints"));
+  }
+  virtual std::vector<Status> Release(std::span<const std::string> keys) {
+    return std::vector<Status>(keys.size(), Unavailable("this chunk store takes no hints"));
+  }
 };
 
 // REQUIRES: `client` outlives the store.
@@ -55,6 +64,10 @@ class PoolChunkStore final : public ChunkStore {
   Status RegisterBuffer(void* addr, size_t length) override { return client_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return client_->UnregisterBuffer(addr); }
   Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override;
+  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) override {
+    return client_->Retain(keys, ttl);
+  }
+  std::vector<Status> Release(std::span<const std::string> keys) override { return client_->Release(keys); }
 
  private:
   client::Client* client_;

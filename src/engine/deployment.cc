@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "connector/chunk_keys.h"
 #include "engine/kv_pattern.h"
 
 namespace kvpool::engine {
@@ -277,6 +278,23 @@ std::vector<const connector::ConnectorMetrics*> Deployment::connector_metrics() 
   return out;
 }
 
+void Deployment::RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) {
+  const std::vector<std::string> keys = connector::StageObjectKeys(*ns_, tokens);
+  if (keys.empty()) return;
+  for (connector::ChunkStore* pool : options_.pools) {
+    // Split pools: a key lives in one of them; the others answer NOT_FOUND, which is no refusal.
+    for (const Status& s : pool->Retain(keys, ttl)) retention_refused_ += s.code() == StatusCode::kNoSpace ? 1 : 0;
+  }
+  retention_keys_ += keys.size();
+}
+
+void Deployment::ReleaseSession(std::span<const connector::TokenId> tokens) {
+  const std::vector<std::string> keys = connector::StageObjectKeys(*ns_, tokens);
+  if (keys.empty()) return;
+  for (connector::ChunkStore* pool : options_.pools) (void)pool->Release(keys);
+  retention_keys_ += keys.size();
+}
+
 DeploymentCounters Deployment::counters(double from, double to) const {
   DeploymentCounters c;
   for (const auto& p : prefill_) {
@@ -287,6 +305,8 @@ DeploymentCounters Deployment::counters(double from, double to) const {
   }
   c.rails = rails_->counters();
   for (const SessionRouter& router : routers_) c.router_moves += router.moves();
+  c.retention_keys = retention_keys_;
+  c.retention_refused = retention_refused_;
   for (const auto& d : decode_) {
     c.peak_decode_kv_utilisation = std::max(c.peak_decode_kv_utilisation, d->peak_kv_utilisation());
     c.mean_decode_kv_utilisation += d->MeanKvUtilisation(from, to) / decode_.size();

@@ -17,11 +17,13 @@
 // Everything runs on the Simulation's thread; Submit must be called from it (or before Run).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,6 +81,9 @@ struct DeploymentCounters {
   std::map<std::string, uint64_t> connector;  // summed ConnectorMetrics snapshots
   RailCounters rails;          // traffic between servers (emulated)
   uint64_t router_moves = 0;   // requests a router sent off their session's instance
+  // Router hints to the pool (RetainSession / ReleaseSession): keys named, and those a pool
+  // refused (its retained share full, or the key gone).
+  uint64_t retention_keys = 0, retention_refused = 0;
 };
 
 class Deployment {
@@ -103,6 +108,12 @@ class Deployment {
   const connector::KvNamespace& kv_namespace() const { return *ns_; }
   bool uses_pool() const { return !options_.pools.empty(); }
 
+  // A router's hints about a session whose latest prompt was `tokens` (issue 18): it waits and
+  // is expected back within `ttl` (its chunks are kept over others' until then), or it ended
+  // (first to evict). Sent to every pool; one round trip per pool part.
+  void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl);
+  void ReleaseSession(std::span<const connector::TokenId> tokens);
+
  private:
   Deployment(DeploymentOptions options, Simulation* sim);
   void StartPrefill(InFlightRequest* r);
@@ -120,6 +131,7 @@ class Deployment {
   DeploymentOptions options_;
   Simulation* const sim_;
   std::optional<connector::KvNamespace> ns_;
+  uint64_t retention_keys_ = 0, retention_refused_ = 0;
   std::unique_ptr<CostModel> cost_;
   DeploymentContext ctx_;
   std::unique_ptr<KvHandoff> own_handoff_;

@@ -32,6 +32,7 @@ struct ReplayDriver::Tree {
   std::unordered_map<size_t, int> gate_pending;        // parent turn -> subagents it waits for
   std::unordered_map<size_t, std::vector<size_t>> spawned_after;  // parent turn -> subagents
   trace::PrefixHitWalk ceiling_walk;
+  std::vector<connector::TokenId> last_prompt;  // the latest main turn's (retention hints)
 };
 
 ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim)
@@ -66,6 +67,8 @@ Status ReplayDriver::Start() {
     return InvalidArgument("replay: give a duration or a request limit");
   }
   if (options_.arrival_rate < 0) return InvalidArgument("replay: the arrival rate must be positive");
+  wall_start_ = std::chrono::steady_clock::now();
+  sim_start_ = sim_->now();
   if (options_.arrival_rate > 0) ScheduleArrival();
   for (auto& lane : lanes_) {
     const double start = options_.ramp_s * lane->index / options_.sessions;
@@ -121,8 +124,19 @@ void ReplayDriver::SendMain(Tree& tree) {
   const size_t turn = tree.next_turn;
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
+  // The turn arrived: its history must last until prefill restores it, however long it queues.
+  RetainSessionFor(tree, options_.idle_cap_s);
   Send(tree, tree.trace->requests[turn], counted,
-       [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); });
+       [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); },
+       options_.session_retention ? &tree.last_prompt : nullptr);
+}
+
+void ReplayDriver::RetainSessionFor(Tree& tree, double wait_s) {
+  if (!options_.session_retention || !deployment_->uses_pool() || tree.last_prompt.empty()) return;
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+  const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
+  const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
+  deployment_->RetainSession(tree.last_prompt, ttl);
 }
 
 void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record) {
@@ -146,11 +160,13 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
   }
   tree.next_turn = turn + 1;
   if (options_.arrival_rate > 0) {  // the next arrival decides when
+    RetainSessionFor(tree, options_.idle_cap_s);
     tree.main_timer_done = true;
     TrySendMain(tree);
     return;
   }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
+  RetainSessionFor(tree, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);
@@ -229,6 +245,10 @@ void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
 void ReplayDriver::MaybeFinishTree(Tree& tree) {
   if (!tree.main_done || tree.active_subagents > 0) return;
   tree.ceiling_walk = trace::PrefixHitWalk();  // the tree sends nothing more
+  if (options_.session_retention && deployment_->uses_pool() && !tree.last_prompt.empty()) {
+    deployment_->ReleaseSession(tree.last_prompt);  // the session ended: first to evict
+    tree.last_prompt = {};
+  }
   Lane& lane = *tree.lane;
   if (tree.warming) {  // a tree too short to finish its warm-up
     tree.warming = false;
@@ -239,11 +259,12 @@ void ReplayDriver::MaybeFinishTree(Tree& tree) {
 }
 
 void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
-                        std::function<void(const engine::RequestRecord&)> then) {
+                        std::function<void(const engine::RequestRecord&)> then, std::vector<connector::TokenId>* prompt) {
   if (stop_time_) return;
   engine::DeploymentRequest r;
   r.session_id = tree.session_id;
   r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
+  if (prompt != nullptr) *prompt = r.tokens;
   const int64_t output = options_.max_output_tokens > 0 ? std::min(request.output_tokens, options_.max_output_tokens)
                                                          : request.output_tokens;
   r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, output));

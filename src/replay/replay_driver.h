@@ -16,11 +16,13 @@
 // each arrival, a lane whose next main turn may go (its answer back, its gating subagents
 // done) uniformly at random, so a session's turns keep their order but arrive at the load's
 // rate; with no such lane the arrival waits for the first one. Subagents keep their gaps.
+// Retention hints (session_retention): see ReplayOptions.
 // Measurement: starts when 90% of the lanes have finished their warm-up and lasts
 // `duration_s` emulated seconds, or until `max_requests` counted requests finished
 // (whichever first).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +55,13 @@ struct ReplayOptions {
   // > 0: main turns paced by one Poisson process at this many requests/s over all lanes.
   double arrival_rate = 0;
   int64_t max_output_tokens = 0;  // > 0: recorded output lengths capped at this (max_tokens)
+  // The router's hints to the pool (issue 18; Deployment::RetainSession): after each main turn
+  // the session's history is retained for about its wait before the next turn (the recorded
+  // gap, capped; with paced arrivals, the idle cap), and again when the next turn arrives, for
+  // the idle cap, so that it lasts while the turn queues for prefill; in the pool's real time
+  // at the run's current pace (wall seconds per emulated second) with a margin of 2x. When its
+  // tree ends, released. false: plain LRU. Without a pool, nothing is sent.
+  bool session_retention = false;
 };
 
 class ReplayDriver final : public TraceDriver {
@@ -90,7 +99,11 @@ class ReplayDriver final : public TraceDriver {
   void SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted);
   void OnSubagentDone(Tree& tree, size_t subagent);
   void MaybeFinishTree(Tree& tree);
-  void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const engine::RequestRecord&)> then);
+  // `prompt`, when not null, receives the request's prompt tokens.
+  void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const engine::RequestRecord&)> then,
+            std::vector<connector::TokenId>* prompt = nullptr);
+  // Tells the pool to keep the tree's session for about `wait_s` emulated seconds (retention hints).
+  void RetainSessionFor(Tree& tree, double wait_s);
   void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
   void StopAt(double time);
@@ -114,6 +127,9 @@ class ReplayDriver final : public TraceDriver {
   std::optional<double> first_counted_arrival_;
   std::optional<double> stop_time_;
   uint64_t rng_state_;
+  // The run's pace, for retention hints in the pool's real time.
+  std::chrono::steady_clock::time_point wall_start_;
+  double sim_start_ = 0;
   // Paced arrivals: trees whose next main turn may go, and arrivals that found none.
   std::vector<Tree*> due_;
   int64_t waiting_arrivals_ = 0;

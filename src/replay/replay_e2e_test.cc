@@ -71,6 +71,20 @@ TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
               static_cast<unsigned long long>(s->pool_ssd_tokens));
 }
 
+// The router's retention hints (issue 18) reach the real pool: each waiting session's history
+// is retained and each ended one released, through the real client and master, and every
+// restored byte still verifies.
+TEST(ReplayEndToEndTest, SessionRetentionHintsReachThePool) {
+  ReplayRunOptions o = TinyRun(true);
+  o.replay.session_retention = true;
+  auto s = RunReplay(SmallCorpus(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->verification_errors, 0u);
+  EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
+  EXPECT_GT(s->deployment.retention_keys, 0u);
+  EXPECT_GT(s->restores, 0);
+}
+
 // The run's /metrics while it runs: the connectors' counters and latency histograms, read at
 // its last progress report (the endpoint stops with the run).
 TEST(ReplayEndToEndTest, TheRunServesItsConnectorMetrics) {

@@ -162,6 +162,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"mean_decode_kv_utilisation", s.deployment.mean_decode_kv_utilisation},
                      {"connector", s.deployment.connector},
                      {"router_moves", s.deployment.router_moves},
+                     {"retention_keys", s.deployment.retention_keys},
+                     {"retention_refused", s.deployment.retention_refused},
                      {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
                                          {"bytes", s.deployment.rails.bytes},
                                          {"queued_s", s.deployment.rails.queued_s}}}};
