@@ -43,7 +43,8 @@ def packed(field, values):
 
 
 # master_request_fuzz: a record is type u8 | length u16 LE | request bytes (fuzz/master_request_fuzz.cc)
-MOUNT, UNMOUNT, HEARTBEAT, PULL, PUT_START, PUT_END, PUT_REVOKE, REMOVE, GET, EXISTS, STAT, DESCRIBE, TIME = range(13)
+MOUNT, UNMOUNT, HEARTBEAT, PULL, PUT_START, PUT_END, PUT_REVOKE, REMOVE, GET, EXISTS, STAT, DESCRIBE, RETAIN, TIME = \
+    range(14)
 
 
 def record(kind, payload=b""):
@@ -89,6 +90,18 @@ write("master_request_fuzz", "rejoin",
       record(MOUNT, b(1, endpoint("s3", 65536)) + u(2, 3) + u(3, 1) + u(4, 12345) +
              b(5, entry("r1", 0, 100, 5, True)) + b(5, entry("r2", 128, 64, 6, False, "g"))) +
       keys(GET, ["r1", "r2"]) + keys(REMOVE, ["r1"]) + time_passes(20000) + record(STAT))
+# A store restarted on its SSD tier file: objects it announces on SSD (on_ssd, offset in the
+# file) are looked up where they lie in the file, retained (nothing to retain in DRAM), read again.
+write("master_request_fuzz", "ssd_objects_at_a_mount",
+      record(MOUNT, b(1, endpoint("s4", 65536) + u(7, 1 << 20) + u(8, 8192)) + u(2, 3) + u(3, 1) +
+             b(5, entry("d1", 4096, 3000, 0, True, "dg") + u(12, 1)) +
+             b(5, entry("d2", 16384, 3000, 0, True, "dg") + u(12, 1))) +
+      keys(GET, ["d1", "d2", "x"]) + keys(RETAIN, ["d1"], lease_ms=1000) + keys(GET, ["d2"]) + record(STAT))
+write("master_request_fuzz", "retain_and_release",
+      put_start([("w%d" % i, 9000, "g%d" % (i % 3)) for i in range(6)]) + keys(PUT_END, ["w%d" % i for i in range(6)]) +
+      keys(RETAIN, ["w0", "w1", "w2", "x"], lease_ms=2000) + keys(RETAIN, ["w3"]) +
+      put_start([("more", 30000, "")]) + keys(PUT_END, ["more"]) + time_passes(2500) + keys(GET, ["w0", "w3"]) +
+      record(STAT))
 write("master_request_fuzz", "timeouts",
       put_start([("t", 100, ""), ("u", 200, "")]) + time_passes(3000) + keys(PUT_END, ["t"]) +
       keys(PUT_REVOKE, ["u", "v"]) + keys(GET, ["t"]))
@@ -103,8 +116,8 @@ write("http_endpoint_fuzz", "no_slash", b"GET metrics HTTP/1.1\r\n\r\n")
 SHM_MAGIC = 0x5350564B
 
 
-def shm_reply(status, segment_id, size):
-    return struct.pack("<IBBHQQ", SHM_MAGIC, 1, 1, status, segment_id, size)
+def shm_reply(status, segment_id, size, tier_size=0):
+    return struct.pack("<IBBHQQQ", SHM_MAGIC, 2, 1, status, segment_id, size, tier_size)
 
 
 def shm(fds, sizes, reply, served=True, prefault=False):
@@ -117,12 +130,13 @@ write("shm_reply_fuzz", "grant_empty_segment", shm(2, [0, 4096], shm_reply(0, 7,
 write("shm_reply_fuzz", "stale", shm(0, [], shm_reply(10, 7, 0)))
 write("shm_reply_fuzz", "one_fd", shm(1, [4096], shm_reply(0, 7, 4096)))
 write("shm_reply_fuzz", "three_fds", shm(3, [4096, 4096, 4096], shm_reply(0, 7, 4096)))
+write("shm_reply_fuzz", "grant_with_tier", shm(3, [8192, 4096, 16384], shm_reply(0, 7, 8192, tier_size=16384)))
+write("shm_reply_fuzz", "tier_size_without_file", shm(2, [8192, 4096], shm_reply(0, 7, 8192, tier_size=4096)))
 # What the first runs found (shm_protocol_test.cc has both): a grant larger than its memfd, which
 # the client mapped and died on (SIGBUS), and a status code the protocol does not have.
-# The inputs as found.
+# (Re-encoded for version 2 of the reply, which is 8 bytes longer.)
 write("shm_reply_fuzz", "grant_past_memfd_end", shm(2, [0, 4096], shm_reply(0, 7, 246)))
-write("shm_reply_fuzz", "unknown_status_code",
-      bytes.fromhex("0500104b565053012a011c0000000000000000000010000000000000"))
+write("shm_reply_fuzz", "unknown_status_code", shm(1, [4096], shm_reply(284, 7, 4096)))
 
 # handoff_piece_fuzz: 11 layout bytes, then announcements rank | decode rank | u16 piece | flags
 def layout(split, bytes_index, prefill_block, stages, stage_layers, decode_block, dcp, interleave, first, count,
@@ -182,5 +196,6 @@ def response(op, status, rid, length):
 
 write("tcp_frame_fuzz", "read", request(1, 7, 3, 4096, 65536, bytes(40)) + response(1, 0, 7, 65536))
 write("tcp_frame_fuzz", "write", request(2, 8, 3, 0, 100, bytes(40)) + response(2, 0, 8, 0))
+write("tcp_frame_fuzz", "tier_read", request(3, 10, 3, 4096, 8192, bytes(40)) + response(3, 0, 10, 8192))
 write("tcp_frame_fuzz", "granted_read",
       request(1, 9, 3, 8192, 4096, grant(1, 3, 4096, 65536, 1_800_000_001_000)) + response(1, 13, 9, 0))

@@ -7,8 +7,9 @@
 // start at the wall clock, which no input can know: in UnmountSegment, Heartbeat and PullIndex
 // an id below 16 names the n-th mounted segment, and PullIndex's journal id 1 its journal.
 // Checked: every handler answers gRPC OK; every batch reply has one result per key; a placement
-// or a lookup lies inside a segment the reply names; a lookup reply reads back
-// (proto/lookup_reply.h); the pool never holds more than its capacity.
+// or a lookup lies inside a segment the reply names (a lookup of an object on SSD: one replica,
+// on a segment the reply names, its offset being into that store's tier file); a lookup reply
+// reads back (proto/lookup_reply.h); the pool never holds more than its capacity.
 #include <google/protobuf/stubs/logging.h>
 #include <grpcpp/server_context.h>
 #include <spdlog/spdlog.h>
@@ -104,7 +105,7 @@ struct Master {
 
 void Master::Serve(uint8_t type, const uint8_t* data, size_t size) {
   const PoolOptions& options = pool->options();
-  switch (type % 13) {
+  switch (type % 14) {
     case 0: {
       proto::MountSegmentRequest rq;
       proto::MountSegmentReply rs;
@@ -170,8 +171,8 @@ void Master::Serve(uint8_t type, const uint8_t* data, size_t size) {
     case 7: {
       proto::BatchKeysRequest rq;
       proto::BatchKeysReply rs;
-      auto handler = type % 13 == 5 ? &MasterService::BatchPutEnd
-                     : type % 13 == 6 ? &MasterService::BatchPutRevoke
+      auto handler = type % 14 == 5 ? &MasterService::BatchPutEnd
+                     : type % 14 == 6 ? &MasterService::BatchPutRevoke
                                       : &MasterService::BatchRemove;
       if (!Call(data, size, handler, &rq, &rs)) return;
       Require(rs.results_size() == rq.keys_size());
@@ -188,8 +189,19 @@ void Master::Serve(uint8_t type, const uint8_t* data, size_t size) {
       for (const LookupEntry& e : *entries) {
         if (e.code != proto::OK) continue;
         Require(e.replicas() >= 1);
+        if (e.on_ssd) {
+          Require(e.replicas() == 1 && named.count(e.segment_id(0)) == 1);
+          continue;
+        }
         for (size_t r = 0; r < e.replicas(); ++r) RequireInside(named, e.segment_id(r), e.offset(r), e.length);
       }
+      return;
+    }
+    case 12: {
+      proto::BatchRetainRequest rq;
+      proto::BatchKeysReply rs;
+      if (!Call(data, size, &MasterService::BatchRetain, &rq, &rs)) return;
+      Require(rs.results_size() == rq.keys_size());
       return;
     }
     case 9: {

@@ -4,9 +4,10 @@
 // Input: byte 0 = fd count (bits 0-1), served flag set (bit 2), prefault the mapping (bit 3);
 // then a 16-bit little-endian size per fd (the memfds passed, 0 to 64 KiB); the rest is the
 // reply message.
-// Checked: a refusal carries a known status code; an accepted grant has both fds, and its
-// mapping is exactly the size the reply says, every byte of it readable, and the flag page
-// readable; no fd outlives the exchange.
+// Checked: a refusal carries a known status code; an accepted grant has both fds (and the
+// tier's file exactly when it grants a tier size), and its mapping is exactly the size the
+// reply says, every byte of it readable, and the flag page readable; no fd outlives the
+// exchange.
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -87,10 +88,12 @@ void Exchange(const uint8_t* data, size_t size) {
     return;
   }
   Require(grant->segment_fd.valid() && grant->flag_fd.valid());
+  Require((grant->tier_size > 0) == grant->tier_fd.valid());
   auto mapping = ShmMapping::Map(kAskedSegment, *grant, prefault);
   if (!mapping.ok()) return;  // a size no mmap takes: refused by the client, cleanly
   const ShmMapping& m = **mapping;
   Require(m.size() == grant->size && m.bytes().size() == grant->size);
+  Require(m.tier_size() == grant->tier_size && (m.tier_fd() >= 0) == grant->tier_fd.valid());
   if (m.size() > 0) {
     // Every page of the mapping is the segment's (a page past the memfd's end faults).
     volatile char sink = 0;
