@@ -6,28 +6,29 @@
 # each) on a file of their own beside it, take turns within each repetition. Raw results: docs/results/ssd-io.json, rendered into
 # docs/benchmarks.md by scripts/render_ssd_benchmarks.py.
 #
-# usage: [SSD_DIR=/var/tmp] [FILE_SIZE=4GiB] [PASS_BYTES=1GiB] [REPS=3] [DEPTH=8] scripts/bench-ssd.sh
+# usage: [SSD_DIR=/var/tmp] [FILE_SIZE=4GiB] [PASS_BYTES=1GiB] [REPS=5] [DEPTH=8] [BUILD=build] scripts/bench-ssd.sh
+# (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SSD_DIR=${SSD_DIR:-/var/tmp}
 FILE_SIZE=${FILE_SIZE:-4GiB}
 PASS_BYTES=${PASS_BYTES:-1GiB}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 DEPTH=${DEPTH:-8}
 BLOCKS=${BLOCKS:-"1MiB 2MiB 4MiB 8MiB"}
 command -v fio >/dev/null || { echo "bench-ssd: fio not found (apt-get install fio)" >&2; exit 2; }
-cmake -S . -B build -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build kvpool_ssd_io_bench >/dev/null
+source scripts/bench_build.sh
+bench_build kvpool_ssd_io_bench
 FILE=$(mktemp -p "$SSD_DIR" kvpool-ssd-bench.XXXXXX)
 RAW=$(mktemp)
 trap 'rm -f "$FILE" "$FILE".objects-* "$RAW"' EXIT
 
 kvpool_pass() {  # kvpool_pass OP BLOCK SEED
-  build/bench/kvpool_ssd_io_bench --file "$FILE" --file-size "$FILE_SIZE" --block "$2" --bytes "$PASS_BYTES" \
+  "$BUILD"/bench/kvpool_ssd_io_bench --file "$FILE" --file-size "$FILE_SIZE" --block "$2" --bytes "$PASS_BYTES" \
     --queue-depth "$DEPTH" --op "$1" --seed "$3" --json
 }
 objects_pass() {  # objects_pass OP BLOCK SEED (a tier file per block size: its slots fit the block)
-  build/bench/kvpool_ssd_io_bench --objects --file "$FILE.objects-$2" --file-size "$FILE_SIZE" --block "$2" \
+  "$BUILD"/bench/kvpool_ssd_io_bench --objects --file "$FILE.objects-$2" --file-size "$FILE_SIZE" --block "$2" \
     --bytes "$PASS_BYTES" --queue-depth "$DEPTH" --op "$1" --seed "$3" --json
 }
 fio_pass() {  # fio_pass OP BLOCK
