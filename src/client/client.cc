@@ -164,6 +164,15 @@ struct Client::Impl {
     return out;
   }
 
+  // The master's BatchRetain to every part holding one of `keys` (retain_ms 0: release).
+  std::vector<Status> BatchRetain(std::span<const std::string> keys, uint64_t retain_ms) {
+    using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
+    std::vector<Call> calls = KeyCallsByPart<Call>(keys);
+    for (Call& c : calls) c.request.set_retain_ms(retain_ms);
+    Run(calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
+    return KeyResults(calls, keys, "BatchRetain");
+  }
+
   // Tells the engine about a part's segments it has not seen, or whose endpoint changed.
   void OpenSegments(uint32_t part, const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
     std::lock_guard lock(segments_mu);
@@ -616,21 +625,10 @@ std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
 
 std::vector<Status> Client::Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) {
   if (ttl.count() <= 0) return std::vector<Status>(keys.size(), InvalidArgument("Retain needs a ttl above 0"));
-  using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
-  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);
-  for (Call& c : calls) c.request.set_retain_ms(static_cast<uint64_t>(ttl.count()));
-  impl_->Run(
-      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
-  return impl_->KeyResults(calls, keys, "BatchRetain");
+  return impl_->BatchRetain(keys, static_cast<uint64_t>(ttl.count()));
 }
 
-std::vector<Status> Client::Release(std::span<const std::string> keys) {
-  using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
-  std::vector<Call> calls = impl_->KeyCallsByPart<Call>(keys);  // retain_ms 0: release
-  impl_->Run(
-      calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
-  return impl_->KeyResults(calls, keys, "BatchRetain");
-}
+std::vector<Status> Client::Release(std::span<const std::string> keys) { return impl_->BatchRetain(keys, 0); }
 
 void PoolCounters::Add(const PoolCounters& o) {
   objects += o.objects;

@@ -45,10 +45,9 @@ std::string StageObjectKey(const KvNamespace& ns, const ChunkKey& key, uint32_t 
   return ChunkGroupName(ns, key) + "/s" + std::to_string(stage);
 }
 
-std::vector<std::string> StageObjectKeys(const KvNamespace& ns, std::span<const TokenId> tokens) {
+std::vector<std::string> StageObjectKeys(const KvNamespace& ns, std::span<const ChunkKey> chunks) {
   std::vector<std::string> keys;
   const uint32_t stages = ns.spec().num_stages();
-  const std::vector<ChunkKey> chunks = ChainChunkKeys(ns, tokens);
   keys.reserve(chunks.size() * stages);
   for (const ChunkKey& chunk : chunks) {
     for (uint32_t s = 0; s < stages; ++s) keys.push_back(StageObjectKey(ns, chunk, s));

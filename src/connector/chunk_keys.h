@@ -36,8 +36,8 @@ std::vector<ChunkKey> ChainChunkKeys(const KvNamespace& ns, std::span<const Toke
 std::string ChunkGroupName(const KvNamespace& ns, const ChunkKey& key);
 // The pool key of `stage`'s object for one chunk.
 std::string StageObjectKey(const KvNamespace& ns, const ChunkKey& key, uint32_t stage);
-// Every stage object key of every full chunk of `tokens`: what saving them puts, chunk by
-// chunk (a router's hints about a session name these).
-std::vector<std::string> StageObjectKeys(const KvNamespace& ns, std::span<const TokenId> tokens);
+// Every stage object key of `chunks`, chunk by chunk, stage by stage: what a lookup of them
+// asks for, and what a router's hints about a session name.
+std::vector<std::string> StageObjectKeys(const KvNamespace& ns, std::span<const ChunkKey> chunks);
 
 }  // namespace kvpool::connector

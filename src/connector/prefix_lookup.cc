@@ -22,13 +22,8 @@ Result<PrefixHit> FindCachedPrefix(ChunkStore& store, const KvNamespace& ns, std
   if (hit.first_chunk >= hit.chunk_keys.size()) return hit;
 
   const uint64_t candidates = hit.chunk_keys.size() - hit.first_chunk;
-  std::vector<std::string> keys;
-  keys.reserve(candidates * hit.num_stages);
-  for (uint64_t i = 0; i < candidates; ++i) {
-    for (uint32_t s = 0; s < hit.num_stages; ++s) {
-      keys.push_back(StageObjectKey(ns, hit.chunk_keys[hit.first_chunk + i], s));
-    }
-  }
+  const std::vector<std::string> keys =
+      StageObjectKeys(ns, std::span<const ChunkKey>(hit.chunk_keys).subspan(hit.first_chunk));
   const auto asked = std::chrono::steady_clock::now();
   hit.lookup = store.Lookup(keys);
   if (metrics) {

@@ -82,7 +82,7 @@ struct DeploymentCounters {
   RailCounters rails;          // traffic between servers (emulated)
   uint64_t router_moves = 0;   // requests a router sent off their session's instance
   // Router hints to the pool (RetainSession / ReleaseSession): keys named, and those a pool
-  // refused (its retained share full, or the key gone).
+  // refused because its retained share was full.
   uint64_t retention_keys = 0, retention_refused = 0;
 };
 

@@ -272,10 +272,7 @@ bool EvictionLru::Retain(UnitId id, int64_t until_ms, size_t max_retained, int64
   }
   u.retain_until_ms = until_ms;
   pin_ends_.push({until_ms, id, u.generation});  // ends the count, whatever else pins it
-  if (u.place == Place::kUnpinned || u.place == Place::kPinned) {
-    UnlinkLocked(id);
-    FileLocked(id, 0, now_ms);
-  }  // deferred or checked out: filed with the retention when it comes back
+  RankAgainLocked(id, now_ms);
   return true;
 }
 
@@ -286,10 +283,14 @@ void EvictionLru::Release(UnitId id, int64_t now_ms) {
   EndRetentionLocked(u);
   // Before every unit filed at a real time; a read or a member's put end makes it recent again.
   u.last_access_ms = std::numeric_limits<int64_t>::min() / 4;
-  if (u.place == Place::kUnpinned || u.place == Place::kPinned) {
-    UnlinkLocked(id);
-    FileLocked(id, 0, now_ms);
-  }
+  RankAgainLocked(id, now_ms);
+}
+
+void EvictionLru::RankAgainLocked(UnitId id, int64_t now_ms) {
+  const Place place = units_[id].place;
+  if (place != Place::kUnpinned && place != Place::kPinned) return;
+  UnlinkLocked(id);
+  FileLocked(id, 0, now_ms);
 }
 
 size_t EvictionLru::retained_units() const {

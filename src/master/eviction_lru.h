@@ -164,6 +164,9 @@ class EvictionLru {
   // Pinned until: its members' pins or its retention, whichever ends later.
   static int64_t PinOf(const Unit& u) { return std::max(u.pin_until_ms, u.retain_until_ms); }
   void EndRetentionLocked(Unit& u);
+  // Files a ranked unit again after its pin or recency changed; a deferred or checked-out one
+  // is filed with the change when it comes back.
+  void RankAgainLocked(UnitId id, int64_t now_ms);
   void TouchLocked(UnitId id, int64_t now_ms);
 
   mutable std::mutex mu_;

@@ -30,6 +30,15 @@ inline void NoteSegments(std::span<const PlacedReplica> replicas, std::vector<st
   }
 }
 
+// A lookup's answer for a found object: its length, checksum and copies (whose segments go to
+// `referenced`, for the reply to name them).
+inline void AnswerWith(const ObjectMeta& meta, GetResult& result, std::vector<std::shared_ptr<Segment>>* referenced) {
+  result.length = meta.length;
+  result.checksum = meta.checksum;
+  result.replicas = ViewsOf(meta);
+  NoteSegments(meta.replicas, referenced);
+}
+
 // A record naming an entry of the store's index by where it is and which put placed it.
 inline proto::IndexRecord RecordOf(proto::IndexRecord::Op op, uint64_t offset, uint64_t put_id) {
   proto::IndexRecord record;

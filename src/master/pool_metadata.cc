@@ -588,11 +588,8 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
         const ObjectMeta& meta = it->second;
         const PlacedReplica& replica = *meta.replicas.begin();
         if (replica.segment->journal()) replica.segment->journal()->Append(internal::TouchSsdRecord(it->first));
-        result.length = meta.length;
-        result.checksum = meta.checksum;
-        result.replicas = ViewsOf(meta);
+        internal::AnswerWith(meta, result, &referenced);
         result.on_ssd = true;
-        NoteSegments(meta.replicas, &referenced);
       } else {
         ++shard.hits;
         outcomes[i] = NamespaceHits::Outcome::kHit;
@@ -600,10 +597,7 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
         meta.lease_until_ms = std::max(meta.lease_until_ms, lease_until);
         // One on its way to SSD is out of the eviction order: nothing to move.
         if (meta.lru_unit != EvictionLru::kNoUnit) touched.push_back(meta.lru_unit);
-        result.length = meta.length;
-        result.checksum = meta.checksum;
-        result.replicas = ViewsOf(meta);
-        NoteSegments(meta.replicas, &referenced);
+        internal::AnswerWith(meta, result, &referenced);
       }
     }
     // Under the shard lock still: the units cannot end meanwhile.
@@ -671,6 +665,9 @@ void PoolMetadata::BatchExists(std::span<const std::string_view> keys, std::stri
 
 std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms) {
   const int64_t now = clock_->NowMs();
+  // The bound as the call found the pool (units come and go by the thousand; one count will do).
+  const size_t units = lru_.unit_count();
+  const auto max_retained = static_cast<size_t>(options_.max_retained_fraction * static_cast<double>(units));
   std::vector<Status> out(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     const std::string_view key = keys[i];
@@ -689,12 +686,9 @@ std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> 
       // Not in the DRAM eviction order (on SSD, or on its way): nothing to retain here.
     } else if (retain_ms == 0) {
       lru_.Release(it->second.lru_unit, now);
-    } else {
-      const auto max_units = static_cast<size_t>(options_.max_retained_fraction * static_cast<double>(lru_.unit_count()));
-      if (!lru_.Retain(it->second.lru_unit, now + static_cast<int64_t>(retain_ms), max_units, now)) {
-        out[i] = NoSpace(fmt::format("the pool retains {} of its {} eviction units already (at most {:.0f}%)",
-                                     lru_.retained_units(), lru_.unit_count(), 100 * options_.max_retained_fraction));
-      }
+    } else if (!lru_.Retain(it->second.lru_unit, now + static_cast<int64_t>(retain_ms), max_retained, now)) {
+      out[i] = NoSpace(fmt::format("the pool retains {} of its {} eviction units already (at most {:.0f}%)",
+                                   lru_.retained_units(), units, 100 * options_.max_retained_fraction));
     }
   }
   return out;

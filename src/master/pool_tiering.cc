@@ -267,10 +267,7 @@ void PoolMetadata::PromoteForRead(std::span<const std::string_view> keys, std::s
         EnterEvictionOrderLocked(it->first, meta, now, 0, now);
         promotions_.fetch_add(1, std::memory_order_relaxed);
         result.status = Status::Ok();
-        result.length = meta.length;
-        result.checksum = meta.checksum;
-        result.replicas = internal::ViewsOf(meta);
-        internal::NoteSegments(meta.replicas, referenced);
+        internal::AnswerWith(meta, result, referenced);
       }
     }
     FreeReplicas(freed);

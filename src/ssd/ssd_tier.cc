@@ -245,7 +245,7 @@ std::optional<uint64_t> SsdTier::ValueOffset(std::string_view key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = objects_.find(std::string(key));
   if (it == objects_.end()) return std::nullopt;
-  return it->second.slot * options_.slot_bytes + kHeaderBytes;
+  return ValueAt(it->second.slot);
 }
 
 void SsdTier::MarkUsed(std::string_view key) {
@@ -436,7 +436,7 @@ std::vector<SsdObjectInfo> SsdTier::Objects() const {
   std::vector<SsdObjectInfo> out;
   out.reserve(objects_.size());
   for (const auto& [key, o] : objects_) {
-    out.push_back({key, o.group, o.length, o.checksum, o.slot * options_.slot_bytes + kHeaderBytes});
+    out.push_back({key, o.group, o.length, o.checksum, ValueAt(o.slot)});
   }
   return out;
 }

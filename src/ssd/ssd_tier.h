@@ -155,6 +155,7 @@ class SsdTier {
   // evicted go to `to_clear` (less the one it returns).
   Result<uint64_t> TakeSlot(std::vector<uint64_t>& to_clear);
   uint64_t IoBytes(uint64_t value_length) const;  // header + value, aligned for the file
+  uint64_t ValueAt(uint64_t slot) const { return slot * options_.slot_bytes + kHeaderBytes; }  // in the file
 
   const std::unique_ptr<TierFile> file_;
   const SsdTierOptions options_;

@@ -67,9 +67,15 @@ class SsdPoolTest : public ::testing::TestWithParam<ReadPath> {
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     master_ = std::move(server).value();
     StartStore();
+    ConnectClient();
+  }
+
+  // A client of the pool that reads over shm or, for kFileOverTcp, only over tcp.
+  void ConnectClient(std::chrono::milliseconds lease = 0ms) {
     client::ClientOptions o;
     o.pool = client::PoolParts::Single(master_->address());
     o.transfer.allow_shm = GetParam() != ReadPath::kFileOverTcp;
+    o.lease = lease;
     auto c = client::Client::Connect(o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
@@ -224,13 +230,7 @@ TEST_P(SsdPoolTest, AStoreRestartedOnItsFileBringsItsSsdObjectsBack) {
 TEST_P(SsdPoolTest, ReadsFromTheFileAreNotBoundByTheLease) {
   if (promote()) GTEST_SKIP() << "promoted objects are read from the segment, under the lease";
   PutAllAndWaitForDemotions(8);
-  client::ClientOptions o;
-  o.pool = client::PoolParts::Single(master_->address());
-  o.transfer.allow_shm = GetParam() != ReadPath::kFileOverTcp;
-  o.lease = 100ms;
-  auto short_leases = client::Client::Connect(o);
-  ASSERT_TRUE(short_leases.ok()) << short_leases.status().ToString();
-  client_ = std::move(short_leases).value();
+  ASSERT_NO_FATAL_FAILURE(ConnectClient(100ms));  // short leases
   std::vector<std::string> keys;
   for (int i = 0; i < kObjects; ++i) keys.push_back("ns/obj" + std::to_string(i));
   const client::LookupResult lookup = client_->BatchLookup(keys);
