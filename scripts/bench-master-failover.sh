@@ -19,6 +19,7 @@ KILLS=${1:-20}
 INTERVAL_S=${2:-6}
 ETCD_KILLS=${3:-5}
 ETCD_DOWN_S=3
+TAKEOVER_GRACE_MS=10000  # the masters' bound on waiting for registered stores (their default)
 ninja -C build kvpool >/dev/null
 KVPOOL=build/src/cli/kvpool
 source scripts/processes.sh
@@ -40,7 +41,7 @@ start_etcd() {  # (re)starts the arm's etcd on its ports and data folder
 start_master() {  # start_master I: (re)starts master I on its address, as a standby if another leads
   local i=$1
   $KVPOOL master --listen "${ADDR[$i]}" --metrics-listen "${METRICS[$i]}" --etcd "$ETCD" \
-    >>"$ARM/master$i.log" 2>&1 & MPID[$i]=$!
+    --takeover-grace-ms "$TAKEOVER_GRACE_MS" >>"$ARM/master$i.log" 2>&1 & MPID[$i]=$!
   PIDS+=("${MPID[$i]}")
 }
 leader() {  # prints the index of the master whose /metrics says it leads, or nothing
@@ -123,7 +124,7 @@ PY
 
 : >"$WORK/arms.jsonl"
 for arm in undisturbed leader-kills etcd-kills; do run_arm "$arm"; done
-/usr/bin/python3 - "$WORK/arms.jsonl" "${REPLAY[*]}" "$INTERVAL_S" "$ETCD_DOWN_S" <<'PY' > docs/results/master-failover.json
+/usr/bin/python3 - "$WORK/arms.jsonl" "${REPLAY[*]}" "$INTERVAL_S" "$ETCD_DOWN_S" "$TAKEOVER_GRACE_MS" <<'PY' > docs/results/master-failover.json
 import datetime, json, subprocess, sys
 arms = [json.loads(l) for l in open(sys.argv[1])]
 print(json.dumps({"command": "scripts/bench-master-failover.sh", "date": datetime.date.today().isoformat(),
@@ -131,6 +132,6 @@ print(json.dumps({"command": "scripts/bench-master-failover.sh", "date": datetim
                   + f", {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
                   "replay": "kvpool replay --etcd E " + sys.argv[2], "interval_s": int(sys.argv[3]),
                   "etcd_down_s": int(sys.argv[4]), "masters": 3, "stores": 2, "leader_ttl_s": 2,
-                  "takeover_grace_ms": 1500, "arms": arms}, indent=1))
+                  "takeover_grace_ms": int(sys.argv[5]), "arms": arms}, indent=1))
 PY
 /usr/bin/python3 scripts/render_reliability.py

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "etcd/part_leader.h"
+#include "etcd/store_registry.h"
 #include "test_etcd.h"
 
 namespace kvpool::etcd {
@@ -56,6 +57,35 @@ TEST_F(EtcdClientTest, ALeaseLivesWhileKeptAliveAndIsGoneOnceRevoked) {
   EXPECT_GE(ttl->count(), 4);
   ASSERT_TRUE(client_->RevokeLease(lease->id, kTimeout).ok());
   EXPECT_EQ(client_->KeepAlive(lease->id, kTimeout).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(EtcdClientTest, KeysUnderALeaseAreListedByPrefixUntilTheLeaseEnds) {
+  auto lease = client_->GrantLease(seconds(5), kTimeout);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_TRUE(client_->Put("a/x", "1", lease->id, kTimeout).ok());
+  ASSERT_TRUE(client_->Put("a/y", "2", 0, kTimeout).ok());
+  ASSERT_TRUE(client_->Put("b/z", "3", 0, kTimeout).ok());
+  using Listed = std::vector<std::pair<std::string, std::string>>;
+  auto listed = client_->List("a/", kTimeout);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(*listed, (Listed{{"a/x", "1"}, {"a/y", "2"}}));
+  ASSERT_TRUE(client_->RevokeLease(lease->id, kTimeout).ok());
+  EXPECT_EQ(*client_->List("a/", kTimeout), (Listed{{"a/y", "2"}}));
+  EXPECT_EQ(client_->List("", kTimeout).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->Put("c", "4", lease->id, kTimeout).code(), StatusCode::kNotFound) << "a revoked lease";
+}
+
+TEST_F(EtcdClientTest, AStoreIsRegisteredWhileItsRegistrationLivesAndLeavesWithIt) {
+  std::shared_ptr<EtcdClient> etcd = *EtcdClient::Create(server_->endpoint());
+  auto registration = std::make_unique<StoreRegistration>(etcd, 3, "store-a", "127.0.0.1:7000", seconds(2));
+  for (int i = 0; i < 200 && !registration->registered(); ++i) std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_TRUE(registration->registered());
+  EXPECT_EQ(*RegisteredStores(*client_, 3, kTimeout), (std::set<std::string>{"store-a"}));
+  EXPECT_TRUE(RegisteredStores(*client_, 4, kTimeout)->empty()) << "another part's registry";
+  EXPECT_TRUE(client_->GetLeader(PartElection(3), kTimeout).status().code() == StatusCode::kNotFound)
+      << "a registered store is no campaigner in the part's election";
+  registration.reset();
+  EXPECT_TRUE(RegisteredStores(*client_, 3, kTimeout)->empty()) << "revoked on destruction";
 }
 
 TEST_F(EtcdClientTest, TheFirstCampaignerLeadsAndTheNextTakesOverWhenItResigns) {

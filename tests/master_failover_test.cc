@@ -34,7 +34,8 @@ class MasterFailoverTest : public ::testing::Test {
       stores_.push_back(std::make_unique<ChildProcess>(
           std::vector<std::string>{KVPOOL_BINARY, "store", "--etcd", etcd_->endpoint(), "--memory", "32MiB", "--listen",
                                    "127.0.0.1:0", "--shm-dir", dir_.string(), "--no-huge-pages",
-                                   "--heartbeat-interval-ms", "200"},
+                                   "--heartbeat-interval-ms", "200", "--registration-ttl-s",
+                                   std::to_string(registration_ttl_s_)},
           (dir_ / ("store" + std::to_string(i) + ".log")).string()));
     }
     client_ = ConnectWhenReady(client::PoolParts::Elected(etcd_->endpoint(), 1));
@@ -55,7 +56,10 @@ class MasterFailoverTest : public ::testing::Test {
     masters_.push_back(std::make_unique<ChildProcess>(
         std::vector<std::string>{KVPOOL_BINARY, "master", "--listen", address, "--metrics-listen", "", "--etcd",
                                  etcd_->endpoint(), "--heartbeat-ttl-ms", "1500", "--lease-ms", "2000",
-                                 "--takeover-grace-ms", "800"},
+                                 // Far beyond any test's patience: a new leader answers clients
+                                 // because its stores rejoined (or left etcd's registry), not
+                                 // because a guessed time ran out.
+                                 "--takeover-grace-ms", "60000"},
         (dir_ / ("master" + std::to_string(masters_.size()) + ".log")).string()));
   }
 
@@ -76,7 +80,7 @@ class MasterFailoverTest : public ::testing::Test {
   std::unique_ptr<client::Client> ConnectWhenReady(client::PoolParts pool) {
     client::ClientOptions o;
     o.pool = std::move(pool);
-    o.rpc_timeout = milliseconds(8000);  // a failover (lease ttl 2 s + grace) fits in one call
+    o.rpc_timeout = milliseconds(8000);  // a failover (lease ttl 2 s + the stores' rejoin) fits in one call
     o.transfer_timeout = milliseconds(5000);
     for (int attempt = 0; attempt < 100; ++attempt) {
       auto c = client::Client::Connect(o);
@@ -130,6 +134,7 @@ class MasterFailoverTest : public ::testing::Test {
     return all;
   }
 
+  int registration_ttl_s_ = 3;  // the stores' --registration-ttl-s
   std::filesystem::path dir_;
   std::unique_ptr<TestEtcd> etcd_;
   std::unique_ptr<etcd::PartLeader> leader_;
@@ -169,6 +174,73 @@ TEST_F(MasterFailoverTest, AKilledLeaderIsReplacedAndEveryObjectIsServedWithItsB
   masters_[*next]->Kill(SIGKILL);
   ExpectServed(values);
   ExpectServed(more);
+}
+
+// Stores that stay registered in etcd for 60 s after they stop renewing (a paused store).
+class MasterFailoverLongRegistrationTest : public MasterFailoverTest {
+ protected:
+  void SetUp() override {
+    registration_ttl_s_ = 60;
+    MasterFailoverTest::SetUp();
+  }
+};
+
+TEST_F(MasterFailoverLongRegistrationTest, ANewLeaderAnswersNoClientUntilEveryRegisteredStoreHasRejoined) {
+  const auto values = PutSome("w", 40);
+  ::kill(stores_[0]->pid(), SIGSTOP);  // a store too slow to rejoin, however long it is given
+  const size_t first = *WaitForLeader("");
+  masters_[first]->Kill(SIGKILL);
+  ASSERT_TRUE(WaitForLeader(addresses_[first]).has_value()) << Logs();
+
+  // A leader that answered now would report store 0's keys missing: it answers nobody.
+  client::ClientOptions o;
+  o.pool = client::PoolParts::Elected(etcd_->endpoint(), 1);
+  o.rpc_timeout = milliseconds(2000);
+  auto impatient = client::Client::Connect(o);
+  ASSERT_TRUE(impatient.ok()) << impatient.status().ToString();
+  for (const std::string key : {"w0", "w39"}) {
+    auto got = (*impatient)->Get(key);
+    ASSERT_FALSE(got.ok()) << key << " answered while a registered store has not rejoined";
+    EXPECT_TRUE(got.status().code() == StatusCode::kUnavailable || got.status().code() == StatusCode::kTimeout)
+        << key << ": " << got.status().ToString();
+  }
+
+  ::kill(stores_[0]->pid(), SIGCONT);
+  ExpectServed(values);
+  EXPECT_NE(masters_[*WaitForLeader(addresses_[first])]->Log().find("every store registered in etcd has rejoined"),
+            std::string::npos)
+      << Logs();
+}
+
+TEST_F(MasterFailoverTest, AStoreThatDiedWithTheLeaderHoldsClientsUpOnlyUntilItsRegistrationEnds) {
+  const auto values = PutSome("d", 40);
+  const size_t first = *WaitForLeader("");
+  stores_[0]->Kill(SIGKILL);
+  masters_[first]->Kill(SIGKILL);
+
+  // The new leader waits for store 0 until its registration (3 s) ends, far short of the
+  // 60 s takeover bound; then store 1's objects are served and store 0's are missing.
+  client::ClientOptions o;
+  o.pool = client::PoolParts::Elected(etcd_->endpoint(), 1);
+  o.rpc_timeout = milliseconds(30000);
+  auto patient = client::Client::Connect(o);
+  ASSERT_TRUE(patient.ok()) << patient.status().ToString();
+  int served = 0, missing = 0;
+  for (const auto& [key, value] : values) {
+    auto got = (*patient)->Get(key);
+    if (got.ok()) {
+      EXPECT_EQ(*got, value) << key;
+      ++served;
+    } else {
+      EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << key << ": " << got.status().ToString();
+      ++missing;
+    }
+  }
+  EXPECT_GT(served, 0) << Logs();
+  EXPECT_GT(missing, 0) << Logs();
+  EXPECT_NE(masters_[*WaitForLeader(addresses_[first])]->Log().find("every store registered in etcd has rejoined"),
+            std::string::npos)
+      << Logs();
 }
 
 TEST_F(MasterFailoverTest, SigtermHandsLeadershipOverBeforeTheLeaderExits) {

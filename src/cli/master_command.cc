@@ -36,8 +36,9 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
                                                      "within about this long")
       ->check(CLI::Range(2, 600))->capture_default_str();
   cmd->add_option("--takeover-grace-ms", o.takeover_grace_ms,
-                  "with --etcd: a new leader answers only stores for this long, so they rejoin before clients "
-                  "are answered (keep it above the stores' --heartbeat-interval-ms)")
+                  "with --etcd: a new leader answers only stores until every store registered in etcd has "
+                  "rejoined, and at most this long (for a store that died with the leader and whose "
+                  "registration has not expired yet)")
       ->check(CLI::Range(0, 60'000))->capture_default_str();
   cmd->add_option_function<std::vector<std::string>>(
       "--namespace-quota",

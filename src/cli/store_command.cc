@@ -35,6 +35,11 @@ void AddStoreOptions(CLI::App* cmd, store::StorageOptions& o) {
          "--heartbeat-interval-ms", [&o](int64_t ms) { o.heartbeat_interval = std::chrono::milliseconds(ms); },
          "how often to tell the master this store is alive (default 1000)")
       ->check(CLI::Range(10, 600'000));
+  cmd->add_option_function<int64_t>(
+         "--registration-ttl-s", [&o](int64_t s) { o.registration_ttl = std::chrono::seconds(s); },
+         "with --etcd: how long this store stays in etcd's store registry after it stops renewing; a newly "
+         "elected master waits for registered stores to rejoin before it answers clients (default 3)")
+      ->check(CLI::Range(2, 600));
   cmd->add_flag_function("--no-index", [&o](int64_t n) { o.keep_index = n <= 0; },
                 "keep no copy of the segment's index: puts do not wait for this store, and a master restart or "
                 "failover loses its objects (for measuring what the index costs)");

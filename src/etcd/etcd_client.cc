@@ -5,6 +5,7 @@
 
 #include "common/host_port.h"
 #include "etcd/etcd_election.grpc.pb.h"
+#include "etcd/etcd_kv.grpc.pb.h"
 #include "etcd/etcd_lease.grpc.pb.h"
 
 namespace kvpool::etcd {
@@ -262,6 +263,41 @@ Status EtcdClient::Resign(const LeaderKey& leader, Millis timeout) {
     v3electionpb::ResignResponse reply;
     return FromGrpc(stub->Resign(&context, request, &reply), "Resign", endpoint);
   });
+}
+
+Status EtcdClient::Put(std::string_view key, std::string_view value, int64_t lease, Millis timeout) {
+  return OnSomeEndpoint(timeout, [&](const std::shared_ptr<grpc::Channel>& channel, const std::string& endpoint, SystemTime deadline) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    etcdserverpb::PutRequest request;
+    request.set_key(std::string(key));
+    request.set_value(std::string(value));
+    request.set_lease(lease);
+    etcdserverpb::PutResponse reply;
+    return FromGrpc(etcdserverpb::KV::NewStub(channel)->Put(&context, request, &reply), "Put", endpoint);
+  });
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> EtcdClient::List(std::string_view prefix, Millis timeout) {
+  if (prefix.empty() || static_cast<unsigned char>(prefix.back()) == 0xff)
+    return InvalidArgument("etcd List needs a prefix not ending in byte 0xff");
+  std::string range_end(prefix);
+  range_end.back() = static_cast<char>(static_cast<unsigned char>(range_end.back()) + 1);
+  std::vector<std::pair<std::string, std::string>> found;
+  Status s = OnSomeEndpoint(timeout, [&](const std::shared_ptr<grpc::Channel>& channel, const std::string& endpoint, SystemTime deadline) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    etcdserverpb::RangeRequest request;
+    request.set_key(std::string(prefix));
+    request.set_range_end(range_end);
+    etcdserverpb::RangeResponse reply;
+    Status status = FromGrpc(etcdserverpb::KV::NewStub(channel)->Range(&context, request, &reply), "Range", endpoint);
+    found.clear();
+    for (const auto& kv : reply.kvs()) found.emplace_back(kv.key(), kv.value());
+    return status;
+  });
+  if (!s.ok()) return s;
+  return found;
 }
 
 }  // namespace kvpool::etcd

@@ -1,4 +1,5 @@
-// EtcdClient: the few etcd v3 calls kvpool needs — leases and elections — over gRPC.
+// EtcdClient: the few etcd v3 calls kvpool needs — leases, elections, keys under a lease —
+// over gRPC.
 //
 // It talks to a list of endpoints ("HOST:PORT,HOST:PORT", each optionally "http://..."): a
 // call that cannot reach one endpoint moves on to the next within its deadline, and the next
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -91,6 +93,11 @@ class EtcdClient {
   Result<Leader> GetLeader(std::string_view election, Millis timeout);
   // Gives up a won election; the next campaigner leads at once.
   Status Resign(const LeaderKey& leader, Millis timeout);
+
+  // Sets `key` to `value`; etcd deletes it when `lease` ends (0: never).
+  Status Put(std::string_view key, std::string_view value, int64_t lease, Millis timeout);
+  // Every key starting with `prefix` (not empty), with its value, in key order.
+  Result<std::vector<std::pair<std::string, std::string>>> List(std::string_view prefix, Millis timeout);
 
  private:
   EtcdClient(std::string spec, std::vector<std::string> endpoints);

@@ -10,6 +10,7 @@
 
 #include "master/active_pool.h"
 #include "common/host_port.h"
+#include "etcd/store_registry.h"
 #include "http/metrics_endpoint.h"
 #include "master/leadership.h"
 #include "master/master_service.h"
@@ -139,13 +140,20 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
     leadership.part = options.part;
     leadership.advertise = options.advertise.empty() ? server->address_ : options.advertise;
     leadership.ttl = std::chrono::seconds(options.leader_ttl_s);
+    auto registry = etcd::EtcdClient::Create(options.etcd);
+    if (!registry.ok()) {
+      server->grpc_server_->Shutdown();
+      return registry.status();
+    }
+    server->registry_ = *std::move(registry);
     MasterServer* s = server.get();
     auto started = Leadership::Start(
         leadership, {.elected =
                          [s](int64_t term) {
-                           s->service_->AnswerStoresOnlyUntil(std::chrono::steady_clock::now() +
+                           s->service_->takeover_gate().Close(std::chrono::steady_clock::now() +
                                                               std::chrono::milliseconds(s->options_.takeover_grace_ms));
                            s->active_->Set(s->NewPool(), term);
+                           s->wake_.notify_all();  // lists the registered stores at once
                          },
                      .deposed = [s](int64_t) { s->active_->Set(nullptr); }});
     if (!started.ok()) {
@@ -202,10 +210,20 @@ void MasterServer::MaintenanceLoop() {
       // The same pool served again after a gap: the stores' heartbeats were refused meanwhile.
       if (pool != served_last) pool->ForgiveStoreSilence();
       pool->RunMaintenance();
+      CheckTakeover();
     }
     served_last = pool;
     lock.lock();
   }
+}
+
+void MasterServer::CheckTakeover() {
+  TakeoverGate& gate = service_->takeover_gate();
+  if (!registry_ || !gate.closed()) return;
+  // Listed again on every pass while closed: a store that died drops out when its lease ends.
+  auto stores = etcd::RegisteredStores(*registry_, options_.part, std::chrono::milliseconds(500));
+  if (stores.ok()) gate.Expect(*std::move(stores));
+  (void)gate.Open();
 }
 
 void MasterServer::HandOver(std::chrono::milliseconds wait) {

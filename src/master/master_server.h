@@ -26,6 +26,9 @@ class Server;
 namespace kvpool::http {
 class MetricsEndpoint;
 }
+namespace kvpool::etcd {
+class EtcdClient;
+}
 
 namespace kvpool::master {
 
@@ -60,9 +63,10 @@ struct MasterOptions {
   // must then not be 0.0.0.0).
   std::string advertise;
   uint64_t leader_ttl_s = 2;  // the leader's etcd lease: a dead leader is replaced this fast
-  // A new leader answers only stores for this long, so that they rejoin (stores beat every
-  // second by default and rejoin at their first beat) before clients are answered.
-  uint64_t takeover_grace_ms = 1500;
+  // A new leader answers only stores until every store registered in etcd has rejoined
+  // (master/takeover_gate.h), and at most this long: a store that died with the old leader
+  // holds clients up only until its registration expires, this is the bound beyond that.
+  uint64_t takeover_grace_ms = 10000;
 
   // The pool's secret every call must prove, and TLS (proto/rpc_security.h).
   proto::RpcServerSecurity security;
@@ -110,6 +114,9 @@ class MasterServer {
  private:
   MasterServer(const MasterOptions& options, Clock* clock);
   void MaintenanceLoop();
+  // While a new term's takeover gate is closed: lists the stores registered in etcd, for which
+  // it waits, and opens it if they have all rejoined (master/takeover_gate.h).
+  void CheckTakeover();
 
   // A fresh pool for a new term (or the lone master's only one).
   std::shared_ptr<PoolMetadata> NewPool() const;
@@ -119,6 +126,7 @@ class MasterServer {
   std::atomic<const Leadership*> leadership_view_{nullptr};  // what ActivePool asks; set once
   std::unique_ptr<ActivePool> active_;
   std::unique_ptr<Leadership> leadership_;
+  std::unique_ptr<etcd::EtcdClient> registry_;  // with etcd: where the part's stores register
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -126,8 +126,7 @@ std::shared_ptr<PoolMetadata> MasterService::Serving(const grpc::ServerContext* 
                                        identity_.master_id, identity_.part));
     return nullptr;
   }
-  if (kind != CallKind::kStore &&
-      std::chrono::steady_clock::now().time_since_epoch().count() < stores_only_until_ns_.load()) {
+  if (kind != CallKind::kStore && !takeover_gate_.Open()) {
     *status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                            fmt::format("master {} has just taken part {} over and its stores are rejoining; "
                                        "retry shortly",
@@ -180,6 +179,8 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
     }
     info.id = request->rejoin_segment_id();
     auto rejoined = pool->RejoinSegment(std::move(info), entries, request->lease_horizon_unix_ms());
+    // Back or refused, what this store held is now decided: clients need not wait for it.
+    takeover_gate_.Joined(endpoint.store_id());
     SetStatus(rejoined.status(), reply);
     if (!rejoined.ok()) return grpc::Status::OK;
     const uint64_t from_ssd = pool->TakeSsdObjects(rejoined->info.id, entries);
@@ -192,6 +193,7 @@ grpc::Status MasterService::MountSegment(grpc::ServerContext* context,
     return grpc::Status::OK;
   }
   auto mounted = pool->MountSegment(std::move(info));
+  takeover_gate_.Joined(endpoint.store_id());
   SetStatus(mounted.status(), reply);
   if (mounted.ok()) {
     reply->set_segment_id(mounted->id);

@@ -19,6 +19,7 @@
 #include "master/active_pool.h"
 #include "master/pool_metadata.h"
 #include "master/rpc_metrics.h"
+#include "master/takeover_gate.h"
 #include "proto/master.grpc.pb.h"
 #include "proto/rpc_security.h"
 
@@ -49,16 +50,14 @@ class MasterService final : public proto::Master::Service {
         identity_(std::move(identity)),
         secret_(std::move(secret)),
         pool_token_(secret_ ? proto::RpcToken(*secret_) : std::string()),
-        index_poll_wait_(index_poll_wait) {}
+        index_poll_wait_(index_poll_wait),
+        takeover_gate_("master of part " + std::to_string(identity_.part)) {}
 
   // A leader handing over: refuse new client work (puts, reads, removals) while the stores
   // catch up with their journals; puts already started may still end.
   void RefuseNewWork() { refuse_new_work_.store(true); }
-  // A new term: until `until`, answer stores only, so that their rejoins rebuild the pool
-  // before a client is told a key is missing or a put ends on a placement not yet known.
-  void AnswerStoresOnlyUntil(std::chrono::steady_clock::time_point until) {
-    stores_only_until_ns_.store(until.time_since_epoch().count());
-  }
+  // A new term answers stores only until they have rejoined (takeover_gate.h).
+  TakeoverGate& takeover_gate() { return takeover_gate_; }
 
   grpc::Status MountSegment(grpc::ServerContext*, const proto::MountSegmentRequest*,
                             proto::MountSegmentReply*) override;
@@ -107,12 +106,12 @@ class MasterService final : public proto::Master::Service {
 
   const ActivePool* const pool_;
   std::atomic<bool> refuse_new_work_{false};
-  std::atomic<int64_t> stores_only_until_ns_{0};  // steady clock
   RpcMetrics* const metrics_;
   const MasterIdentity identity_;
   const std::optional<SharedSecret> secret_;
   const std::string pool_token_;  // RpcToken of secret_
   const std::chrono::milliseconds index_poll_wait_;
+  mutable TakeoverGate takeover_gate_;  // opened by the first client call that may pass (Serving)
 };
 
 }  // namespace kvpool::master

@@ -80,6 +80,8 @@ Status ValidateOptions(const StorageOptions& o) {
     if (auto etcd = etcd::EtcdClient::Create(o.etcd); !etcd.ok()) return etcd.status();
   }
   if (o.memory_bytes == 0) return InvalidArgument("storage service needs memory_bytes > 0");
+  if (!o.etcd.empty() && o.registration_ttl < std::chrono::seconds(2))
+    return InvalidArgument("registration_ttl must be at least 2 s (etcd's shortest lease)");
   if (o.heartbeat_interval.count() <= 0) {
     return InvalidArgument("heartbeat_interval must be > 0");
   }
@@ -166,6 +168,13 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   service->master_ = std::make_unique<MountClient>(options.master_address, options.etcd, options.part,
                                                  options.rpc_timeout, options.credentials);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
+  if (!options.etcd.empty()) {
+    // Registered once mounted: a new leader then waits only for stores that hold something.
+    service->registration_ = std::make_unique<etcd::StoreRegistration>(
+        std::shared_ptr<etcd::EtcdClient>(*etcd::EtcdClient::Create(options.etcd)), options.part, service->store_id_,
+        service->tcp_address_,
+        options.registration_ttl);
+  }
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
   if (!options.metrics_listen.empty()) {
@@ -408,6 +417,7 @@ void StorageService::Stop() {
   if (stopped_) return;
   stopped_ = true;
   if (metrics_) metrics_->Shutdown();  // it reads what the rest of Stop takes down
+  registration_.reset();  // first: a leader elected meanwhile need not wait for this store
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "etcd/store_registry.h"
 #include "proto/rpc_credentials.h"
 #include "store/mount_client.h"
 #include "store/segment_index.h"
@@ -57,6 +58,9 @@ struct StorageOptions {
   std::string shm_socket_dir = "/tmp";  // the unix socket is <dir>/kvpool-<store_id>.sock
   std::string store_id;                 // "" => random; letters, digits, '-', '_', '.'
   std::chrono::milliseconds heartbeat_interval{1000};
+  // Following etcd: how long the store stays in the part's registry after it stops renewing
+  // (it dies). A new leader waits for registered stores, so this bounds what a dead one costs.
+  std::chrono::seconds registration_ttl{3};
   std::chrono::milliseconds rpc_timeout{3000};
   bool use_huge_pages = true;
   bool lock_memory = false;  // mlock the segment, best-effort
@@ -144,6 +148,9 @@ class StorageService {
   std::unique_ptr<TierMover> ssd_;  // reads and writes memory_: declared after it, gone before it
   std::unique_ptr<transfer::SegmentServer> server_;
   std::unique_ptr<MountClient> master_;
+  // Following etcd: keeps this store in the part's registry (etcd/store_registry.h), so that a
+  // new leader waits for it to rejoin before answering clients.
+  std::unique_ptr<etcd::StoreRegistration> registration_;
   std::unique_ptr<http::MetricsEndpoint> metrics_;  // reads the members above: stopped first
 
   std::atomic<uint64_t> segment_id_{0};
