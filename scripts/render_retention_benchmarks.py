@@ -51,8 +51,8 @@ def render(r):
         f"no regression at the default size: {'; '.join(verdicts)}. Much below these sizes the deployment "
         "collapses with either policy (at 16M tokens every prompt is computed: prefill falls hundreds of "
         "seconds behind and no retention outlasts the queue; src/replay/README.md). Not yet built or measured "
-        "here: restore prefetch, hints for subagents, ranking retained histories by expected time to reuse, "
-        "96 sessions, and `kvpool plan`.",
+        "here: hints for subagents, ranking retained histories by expected time to reuse, 96 sessions, and "
+        "`kvpool plan`; restore prefetch is measured in the next section.",
         END])
 
 

@@ -25,6 +25,11 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
   for (connector::ChunkStore* pool : options.pools) {
     if (pool == nullptr) return InvalidArgument("a null pool");
   }
+  if (!(options.prefetch_share >= 0 && options.prefetch_share <= 0.9)) {
+    return InvalidArgument(fmt::format("prefetch share {} is outside [0, 0.9]: prefetches must leave GPU cache "
+                                       "blocks to the requests that run",
+                                       options.prefetch_share));
+  }
   if (options.devices.on_device() && t.servers > 1) {
     return InvalidArgument("caches in GPU memory are emulated for one server only");
   }
@@ -46,7 +51,8 @@ Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options
                               d->rails_.get(),
                               d->options_.pools.size() == 1 && topology.servers > 1,
                               d->options_.devices,
-                              d->options_.verify_checksums};
+                              d->options_.verify_checksums,
+                              d->options_.prefetch_share};
   d->group_prefill_.resize(topology.groups());
   d->group_decode_.resize(topology.groups());
   for (int g = 0; g < topology.groups(); ++g) {
@@ -113,6 +119,10 @@ void Deployment::Submit(DeploymentRequest request, std::function<void(const Requ
     return Fail(r, fmt::format("{} prompt + output tokens exceed a decode instance's {} KV tokens", r->gate_tokens,
                                best->gate().capacity()));
   }
+  if (options_.prefetch_share > 0) {
+    r->routed_to = RoutePrefill(*r);
+    prefill_[r->routed_to]->Prefetch(r);
+  }
   if (best->gate().Admit(r->record.request_id, r->gate_tokens)) {
     best->NoteUtilisation();
     StartPrefill(r);
@@ -152,10 +162,14 @@ int Deployment::GroupOf(uint64_t session_id) {
 void Deployment::StartPrefill(InFlightRequest* r) {
   r->gate_admitted = true;
   r->record.admitted_s = sim_->now();
+  prefill_[r->routed_to >= 0 ? r->routed_to : RoutePrefill(*r)]->Enqueue(r);
+}
+
+int Deployment::RoutePrefill(const InFlightRequest& r) {
   std::vector<double> loads;
   for (auto& p : prefill_) loads.push_back(p->load());
-  const int group = options_.topology.decode[r->record.decode_instance].group;
-  prefill_[routers_[group].Route(r->record.session_id, group_prefill_[group], loads)]->Enqueue(r);
+  const int group = options_.topology.decode[r.record.decode_instance].group;
+  return routers_[group].Route(r.record.session_id, group_prefill_[group], loads);
 }
 
 double Deployment::HandoffRailEnd(const InFlightRequest& r) {
@@ -254,6 +268,8 @@ void Deployment::Fail(InFlightRequest* r, std::string why) {
   r->record.finish_s = sim_->now();
   std::vector<uint64_t> admitted;
   DecodeInstance* d = r->record.decode_instance >= 0 ? decode_[r->record.decode_instance].get() : nullptr;
+  // Failed before prefill took it (at the gate): what its prefetch holds goes back.
+  if (r->routed_to >= 0 && r->record.prefill_instance < 0) prefill_[r->routed_to]->DropPrefetch(r);
   if (d != nullptr && r->gate_admitted) {
     if (!r->decode_blocks.empty()) d->ReleaseBlocks(r->decode_blocks);
     admitted = d->gate().Release(r->gate_tokens);
@@ -301,6 +317,8 @@ DeploymentCounters Deployment::counters(double from, double to) const {
     c.prefix_cache_evictions += p->prefix_cache().evictions();
     c.restore_errors += p->restore_errors();
     c.save_failures += p->save_failures();
+    c.prefetches += p->prefetches();
+    c.prefetches_dropped += p->prefetches_dropped();
     for (const auto& [name, value] : p->connector_metrics().Snapshot()) c.connector[name] += value;
   }
   c.rails = rails_->counters();

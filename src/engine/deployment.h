@@ -62,6 +62,11 @@ struct DeploymentOptions {
   // false: restores do not check checksums (connector::RestoreOptions::verify_checksums), so
   // a test can show the replay's own verification catching corrupt KV.
   bool verify_checksums = true;
+  // Restore prefetch (issue 18): a request is routed when it arrives and its pool prefix
+  // restored at once, overlapping its wait at the admission gate and the prefill queue. The
+  // share of each prefill instance's GPU cache that prefetched requests may hold before they
+  // start; 0: off (the restore starts when prefill starts the request).
+  double prefetch_share = 0;
 };
 
 struct DeploymentRequest {
@@ -84,6 +89,9 @@ struct DeploymentCounters {
   // Router hints to the pool (RetainSession / ReleaseSession): keys named, and those a pool
   // refused because its retained share was full.
   uint64_t retention_keys = 0, retention_refused = 0;
+  // Restore prefetch: requests whose restore started before they did, and those whose
+  // prefetch was given back (failed at the gate, or its blocks needed by a request starting).
+  uint64_t prefetches = 0, prefetches_dropped = 0;
 };
 
 class Deployment {
@@ -117,6 +125,8 @@ class Deployment {
  private:
   Deployment(DeploymentOptions options, Simulation* sim);
   void StartPrefill(InFlightRequest* r);
+  // The prefill instance of r's group its router picks now.
+  int RoutePrefill(const InFlightRequest& r);
   void HandOff(InFlightRequest* r);
   void Finish(InFlightRequest* r);
   void Fail(InFlightRequest* r, std::string why);

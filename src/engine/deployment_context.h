@@ -26,6 +26,7 @@ struct DeploymentContext {
   bool pool_spans_servers = false;
   DevicePlacement devices;  // where the caches live (host memory by default)
   bool verify_checksums = true;  // DeploymentOptions::verify_checksums
+  double prefetch_share = 0;      // DeploymentOptions::prefetch_share
 };
 
 }  // namespace kvpool::engine

@@ -25,7 +25,7 @@ ModelGeometry SmallGeometry() {
 
 class DeploymentTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Deployment> Make(bool with_pool) {
+  std::unique_ptr<Deployment> Make(bool with_pool, double prefetch_share = 0, double admission_timeout_s = 900) {
     if (with_pool) {
       pool_ = std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes());
       store_ = std::make_unique<connector::PoolChunkStore>(&pool_->client());
@@ -34,6 +34,8 @@ class DeploymentTest : public ::testing::Test {
     o.geometry = SmallGeometry();
     if (with_pool) o.pools = {store_.get()};
     o.run_salt = "test";
+    o.prefetch_share = prefetch_share;
+    o.admission_timeout_s = admission_timeout_s;
     auto d = Deployment::Create(o, &sim_);
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     return std::move(d).value();
@@ -123,6 +125,64 @@ TEST_F(DeploymentTest, ThePoolServesWhatTheGpuCacheEvicted) {
   EXPECT_EQ(back.stage_restore_s.size(), 4u);
   EXPECT_GT(back.restore_bytes, 0u);
   EXPECT_GT(d->counters().prefix_cache_evictions, 0u);
+}
+
+// Session 1 comes back while session 3's long answer fills the decode KV: it waits at the
+// admission gate, and its history has left the GPU cache for the pool (session 3's prompt took
+// the cache). Returns session 1's second record.
+RequestRecord ReturnWhileDecodeIsFull(Simulation& sim, Deployment& d) {
+  RequestRecord back;
+  d.Submit(DeploymentRequest{1, Prompt(3000, 1), 4, true}, [](const RequestRecord&) {});
+  sim.Run();
+  d.Submit(DeploymentRequest{3, Prompt(4000, 200'000), 1000, true}, [](const RequestRecord&) {});
+  d.Submit(DeploymentRequest{1, Prompt(3200, 1), 1000, true}, [&](const RequestRecord& r) { back = r; });
+  sim.Run();
+  return back;
+}
+
+TEST_F(DeploymentTest, WithoutPrefetchARestoreStartsWithTheRequestAndIsWaitedForWhole) {
+  auto d = Make(true);
+  const RequestRecord back = ReturnWhileDecodeIsFull(sim_, *d);
+  ASSERT_FALSE(back.failed) << back.failure;
+  ASSERT_GT(back.pool_tokens, 0u);
+  EXPECT_FALSE(back.prefetched);
+  EXPECT_EQ(back.restore_wait_s, *std::max_element(back.stage_restore_s.begin(), back.stage_restore_s.end()));
+  EXPECT_GT(back.restore_wait_s, 0);
+  EXPECT_EQ(d->counters().prefetches, 0u);
+}
+
+TEST_F(DeploymentTest, APrefetchRestoresWhileTheRequestWaitsAtTheGate) {
+  auto d = Make(true, /*prefetch_share=*/0.9);
+  const RequestRecord back = ReturnWhileDecodeIsFull(sim_, *d);
+  ASSERT_FALSE(back.failed) << back.failure;
+  EXPECT_TRUE(back.prefetched);
+  EXPECT_EQ(back.pool_tokens + back.gpu_cached_tokens, 3000u / 256 * 256);
+  EXPECT_GT(back.pool_tokens, 0u);
+  EXPECT_EQ(back.stage_restore_s.size(), 4u);
+  EXPECT_GT(back.admitted_s - back.arrival_s, *std::max_element(back.stage_restore_s.begin(), back.stage_restore_s.end()));
+  EXPECT_EQ(back.restore_wait_s, 0) << "restored while it waited at the gate";
+  EXPECT_EQ(back.verification_errors, 0u) << "the prefetched KV is the request's";
+  EXPECT_EQ(d->counters().prefetches, 1u);
+  EXPECT_EQ(d->counters().prefetches_dropped, 0u);
+}
+
+TEST_F(DeploymentTest, ARequestThatFailsAtTheGateGivesItsPrefetchBack) {
+  auto d = Make(true, /*prefetch_share=*/0.9, /*admission_timeout_s=*/2);
+  const RequestRecord back = ReturnWhileDecodeIsFull(sim_, *d);
+  ASSERT_TRUE(back.failed);
+  EXPECT_EQ(d->counters().prefetches, 1u);
+  EXPECT_EQ(d->counters().prefetches_dropped, 1u);
+  // The whole cache is free for the next request (one that fits it only with every block).
+  const RequestRecord next = Serve(*d, 4, Prompt(4000, 500'000));
+  EXPECT_FALSE(next.failed) << next.failure;
+  EXPECT_EQ(next.verification_errors, 0u);
+}
+
+TEST_F(DeploymentTest, APrefetchShareBeyondNineTenthsIsRefused) {
+  DeploymentOptions o;
+  o.geometry = SmallGeometry();
+  o.prefetch_share = 0.95;
+  EXPECT_EQ(Deployment::Create(o, &sim_).status().code(), StatusCode::kInvalidArgument);
 }
 
 // Prefill compute time of one request: from ready (restore done) to the first token, less the handoff.

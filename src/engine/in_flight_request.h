@@ -26,6 +26,12 @@ struct InFlightRequest {
   uint64_t compute_from = 0;  // first token prefill computes (after GPU cache and pool)
   uint64_t computed_until = 0;  // progress of chunked prefill
   bool in_micro_batch = false;  // a chunk of it is in the prefill pipeline
+  // Prefetch: routed when it arrived (-1: routed once admitted); while `prefetched`, it holds
+  // prefill_blocks (its GPU-cached prefix and the pool's run beyond it, restored) before it
+  // started, and that restore is done at emulated time restore_done_s.
+  int routed_to = -1;
+  bool prefetched = false;
+  double restore_done_s = 0;
 
   // Decode: one block table per DCP rank, for the tokens that rank holds (empty when none held).
   std::vector<std::vector<connector::BlockId>> decode_blocks;

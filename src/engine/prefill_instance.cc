@@ -31,7 +31,9 @@ PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkSto
       pool_(pool),
       ctx_(ctx),
       prefix_cache_(ctx.geometry->prefill_cache_tokens / ctx.geometry->spec.block_tokens),
-      stage_free_at_(ctx.geometry->prefill_pipeline_depth(), 0.0) {}
+      stage_free_at_(ctx.geometry->prefill_pipeline_depth(), 0.0),
+      prefetch_budget_blocks_(static_cast<uint64_t>(ctx.prefetch_share *
+                                                    static_cast<double>(prefix_cache_.num_blocks()))) {}
 
 Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, EngineSlot slot,
                                                                  connector::ChunkStore* pool,
@@ -90,37 +92,139 @@ void PrefillInstance::StartQueued() {
   // One long request alone would leave the other stages idle, so the pipeline's depth in
   // requests always starts when blocks allow.
   const uint64_t ahead = 4 * uint64_t{ctx_.geometry->max_batched_tokens};
-  while (!queued_.empty() && (started_tokens_ < ahead || started_requests_ < stage_free_at_.size()) &&
-         TryStart(queued_.front())) {
+  while (!queued_.empty() && (started_tokens_ < ahead || started_requests_ < stage_free_at_.size())) {
+    InFlightRequest* head = queued_.front();
+    bool started = TryStart(head);
+    // Prefetches never keep a request from starting: the latest ones give their blocks back
+    // (and restore when they start) until it fits.
+    while (!started && (prefetched_.size() > 1 || (prefetched_.size() == 1 && prefetched_[0] != head))) {
+      ReleasePrefetch(prefetched_.back() != head ? prefetched_.back() : prefetched_.front(), /*restarts=*/true);
+      started = TryStart(head);
+    }
+    if (!started) break;
     queued_.pop_front();
   }
+  PumpPrefetches();
+}
+
+void PrefillInstance::Prefetch(InFlightRequest* r) {
+  if (pool_ == nullptr || prefetch_budget_blocks_ == 0) return;
+  prefetch_waiting_.push_back(r);
+  PumpPrefetches();
+}
+
+void PrefillInstance::PumpPrefetches() {
+  while (!prefetch_waiting_.empty() && TryPrefetch(prefetch_waiting_.front())) prefetch_waiting_.pop_front();
+}
+
+bool PrefillInstance::TryPrefetch(InFlightRequest* r) {
+  const auto start = std::chrono::steady_clock::now();
+  const uint32_t block = ctx_.geometry->spec.block_tokens;
+  const uint64_t prompt_cap = (r->tokens.size() - 1) / block * block;
+  std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
+  const uint64_t gpu_tokens = prefix.size() * block;
+  auto hit = LookUp(*r, prompt_cap, gpu_tokens);
+  // Its blocks: the GPU-cached prefix and the pool's run (whole chunks, so whole blocks).
+  const uint64_t blocks = hit.ok() ? hit->end_token() / block : 0;
+  const bool worth_it = hit.ok() && hit->restorable_tokens() > 0 && blocks <= prefetch_budget_blocks_;
+  if (!worth_it || prefetch_held_blocks_ + blocks > prefetch_budget_blocks_) {
+    prefix_cache_.Release(prefix);
+    return !worth_it;
+  }
+  auto rest = prefix_cache_.AllocateBlocks(blocks - prefix.size());
+  if (!rest.ok()) {
+    prefix_cache_.Release(prefix);
+    return false;
+  }
+  r->prefill_blocks = std::move(prefix);
+  r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
+  r->record.gpu_cached_tokens = gpu_tokens;
+  r->compute_from = gpu_tokens;
+  r->restore_done_s = ctx_.sim->now() + Restore(r, *hit, gpu_tokens);
+  r->record.restore_real_s = SecondsSince(start);
+  r->prefetched = r->record.prefetched = true;
+  prefetched_.push_back(r);
+  prefetch_held_blocks_ += blocks;
+  ++prefetches_;
+  return true;
+}
+
+void PrefillInstance::ForgetPrefetch(InFlightRequest* r) {
+  if (auto it = std::find(prefetched_.begin(), prefetched_.end(), r); it != prefetched_.end()) {
+    prefetched_.erase(it);
+    prefetch_held_blocks_ -= r->prefill_blocks.size();
+    r->prefetched = false;
+  } else if (auto w = std::find(prefetch_waiting_.begin(), prefetch_waiting_.end(), r); w != prefetch_waiting_.end()) {
+    prefetch_waiting_.erase(w);
+  }
+}
+
+void PrefillInstance::ReleasePrefetch(InFlightRequest* r, bool restarts) {
+  ForgetPrefetch(r);
+  prefix_cache_.Release(r->prefill_blocks);
+  r->prefill_blocks.clear();
+  r->record.prefetched = false;
+  ++prefetches_dropped_;
+  if (!restarts) return;
+  // What the prefetch found and restored is gone with its blocks: its start begins afresh.
+  RequestRecord& rec = r->record;
+  rec.gpu_cached_tokens = rec.pool_tokens = rec.pool_ssd_tokens = rec.restore_fallback_tokens = 0;
+  rec.restore_bytes = 0;
+  rec.restore_real_s = 0;
+  rec.stage_restore_s.clear();
+  r->compute_from = 0;
+}
+
+void PrefillInstance::DropPrefetch(InFlightRequest* r) {
+  if (r->prefetched) {
+    ReleasePrefetch(r, /*restarts=*/false);
+  } else {
+    ForgetPrefetch(r);
+  }
+  StartQueued();
 }
 
 bool PrefillInstance::TryStart(InFlightRequest* r) {
   const uint32_t block = ctx_.geometry->spec.block_tokens;
   const uint64_t n = r->tokens.size();
-  // At least one token is always computed (it yields the first output token), so a cached
-  // prefix stops at the last full block before the final token.
-  const uint64_t prompt_cap = (n - 1) / block * block;
-  std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
   const uint64_t total_blocks = (n + block - 1) / block;
-  auto rest = prefix_cache_.AllocateBlocks(total_blocks - prefix.size());
-  if (!rest.ok()) {
-    prefix_cache_.Release(prefix);
-    if (total_blocks > prefix_cache_.num_blocks()) {
-      spdlog::error("prefill {}: a {}-token request can never fit a {}-block cache", index_, n,
-                    prefix_cache_.num_blocks());
-    }
-    return false;
-  }
-  const uint64_t gpu_tokens = prefix.size() * block;
-  r->prefill_blocks = std::move(prefix);
-  r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
-  r->record.gpu_cached_tokens = gpu_tokens;
-  r->compute_from = gpu_tokens;
-
   double ready_delay = 0;
-  if (pool_ != nullptr) RestoreFromPool(r, prompt_cap, gpu_tokens, &ready_delay);
+  if (r->prefetched) {
+    // Its prefix is held and restored (or restoring): blocks for the rest, then compute once
+    // the restore is done.
+    auto rest = prefix_cache_.AllocateBlocks(total_blocks - r->prefill_blocks.size());
+    if (!rest.ok()) return false;
+    ForgetPrefetch(r);
+    r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
+    ready_delay = std::max(0.0, r->restore_done_s - ctx_.sim->now());
+  } else {
+    // At least one token is always computed (it yields the first output token), so a cached
+    // prefix stops at the last full block before the final token.
+    const uint64_t prompt_cap = (n - 1) / block * block;
+    std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
+    auto rest = prefix_cache_.AllocateBlocks(total_blocks - prefix.size());
+    if (!rest.ok()) {
+      prefix_cache_.Release(prefix);
+      if (total_blocks > prefix_cache_.num_blocks()) {
+        spdlog::error("prefill {}: a {}-token request can never fit a {}-block cache", index_, n,
+                      prefix_cache_.num_blocks());
+      }
+      return false;
+    }
+    ForgetPrefetch(r);  // it starts before its prefetch could run: it restores now instead
+    const uint64_t gpu_tokens = prefix.size() * block;
+    r->prefill_blocks = std::move(prefix);
+    r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
+    r->record.gpu_cached_tokens = gpu_tokens;
+    r->compute_from = gpu_tokens;
+    if (pool_ != nullptr) {
+      const auto start = std::chrono::steady_clock::now();
+      if (auto hit = LookUp(*r, prompt_cap, gpu_tokens); hit.ok() && hit->restorable_tokens() > 0)
+        ready_delay = Restore(r, *hit, gpu_tokens);
+      r->record.restore_real_s = SecondsSince(start);
+    }
+  }
+  r->record.restore_wait_s = ready_delay;
   r->computed_until = r->compute_from;
   r->record.computed_tokens = n - r->compute_from;
   pending_tokens_ -= r->compute_from;  // only what is left to compute stays as load
@@ -134,59 +238,58 @@ bool PrefillInstance::TryStart(InFlightRequest* r) {
   return true;
 }
 
-void PrefillInstance::RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, uint64_t gpu_tokens,
-                                      double* ready_delay) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::span<const connector::TokenId> prompt(r->tokens.data(), prompt_cap);
+Result<connector::PrefixHit> PrefillInstance::LookUp(const InFlightRequest& r, uint64_t prompt_cap,
+                                                     uint64_t gpu_tokens) {
+  const std::span<const connector::TokenId> prompt(r.tokens.data(), prompt_cap);
   auto hit = connector::FindCachedPrefix(*pool_, *ctx_.ns, prompt, gpu_tokens, &metrics_);
   if (!hit.ok()) {
     ++restore_errors_;
     spdlog::warn("prefill {}: pool lookup failed, computing instead: {}", index_, hit.status().ToString());
-    return;
   }
-  if (hit->restorable_tokens() == 0) return;
+  return hit;
+}
+
+double PrefillInstance::Restore(InFlightRequest* r, const connector::PrefixHit& hit, uint64_t gpu_tokens) {
   const uint64_t bytes_before = metrics_.restore_bytes.load();
-  if (Status s = restore_->Start(r->record.request_id, *hit, StageTables(*r)); !s.ok()) {
+  if (Status s = restore_->Start(r->record.request_id, hit, StageTables(*r)); !s.ok()) {
     ++restore_errors_;
-    r->record.restore_fallback_tokens = hit->restorable_tokens();
+    r->record.restore_fallback_tokens = hit.restorable_tokens();
     spdlog::warn("prefill {}: restore refused, computing instead: {}", index_, s.ToString());
-    return;
+    return 0;
   }
   const connector::RestoreOutcome out = restore_->Wait(r->record.request_id);
   r->record.restore_fallback_tokens = out.planned_tokens - out.restored_tokens;
-  if (!out.status.ok()) ++restore_errors_;
-  if (out.restored_tokens > 0) {
-    const uint64_t end = gpu_tokens + out.restored_tokens;
-    const connector::KvModelSpec& spec = ctx_.ns->spec();
-    // Restores take whole chunks from the hit's first on; those some stage read from SSD.
-    const uint64_t chunks = out.restored_tokens / hit->chunk_tokens;
-    std::vector<uint64_t> ssd_chunks(spec.num_stages(), 0);
-    uint64_t any_ssd_chunks = 0;
-    for (uint64_t c = 0; c < chunks; ++c) {
-      bool any = false;
-      for (uint32_t s = 0; s < spec.num_stages(); ++s) {
-        const bool on_ssd = hit->lookup->on_ssd(hit->lookup_index(c, s));
-        ssd_chunks[s] += on_ssd ? 1 : 0;
-        any = any || on_ssd;
-      }
-      any_ssd_chunks += any ? 1 : 0;
-    }
-    r->record.pool_ssd_tokens = any_ssd_chunks * hit->chunk_tokens;
-    for (uint32_t s = 0; s < spec.num_stages(); ++s) {
-      r->record.verification_errors +=
-          CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
-      // The stage reads at its own pace, and no sooner than the rails deliver its bytes.
-      const double rail_s = PoolRailEnd(s, out.restored_tokens, /*to_pool=*/false) - ctx_.sim->now();
-      const uint64_t ssd_tokens = ssd_chunks[s] * hit->chunk_tokens;
-      r->record.stage_restore_s.push_back(std::max(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens, ssd_tokens),
-                                                   rail_s > 0 ? ctx_.cost->params().restore_fixed_s + rail_s : 0));
-    }
-    r->record.pool_tokens = out.restored_tokens;
-    r->compute_from = end;
-    *ready_delay = *std::max_element(r->record.stage_restore_s.begin(), r->record.stage_restore_s.end());
-  }
   r->record.restore_bytes = metrics_.restore_bytes.load() - bytes_before;
-  r->record.restore_real_s = SecondsSince(start);
+  if (!out.status.ok()) ++restore_errors_;
+  if (out.restored_tokens == 0) return 0;
+  const uint64_t end = gpu_tokens + out.restored_tokens;
+  const connector::KvModelSpec& spec = ctx_.ns->spec();
+  // Restores take whole chunks from the hit's first on; those some stage read from SSD.
+  const uint64_t chunks = out.restored_tokens / hit.chunk_tokens;
+  std::vector<uint64_t> ssd_chunks(spec.num_stages(), 0);
+  uint64_t any_ssd_chunks = 0;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    bool any = false;
+    for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+      const bool on_ssd = hit.lookup->on_ssd(hit.lookup_index(c, s));
+      ssd_chunks[s] += on_ssd ? 1 : 0;
+      any = any || on_ssd;
+    }
+    any_ssd_chunks += any ? 1 : 0;
+  }
+  r->record.pool_ssd_tokens = any_ssd_chunks * hit.chunk_tokens;
+  for (uint32_t s = 0; s < spec.num_stages(); ++s) {
+    r->record.verification_errors +=
+        CountKvMismatchesOrOne(*stages_[s], r->prefill_blocks, spec.first_layer(s), r->block_keys, gpu_tokens, end);
+    // The stage reads at its own pace, and no sooner than the rails deliver its bytes.
+    const double rail_s = PoolRailEnd(s, out.restored_tokens, /*to_pool=*/false) - ctx_.sim->now();
+    const uint64_t ssd_tokens = ssd_chunks[s] * hit.chunk_tokens;
+    r->record.stage_restore_s.push_back(std::max(ctx_.cost->StageRestoreSeconds(s, out.restored_tokens, ssd_tokens),
+                                                 rail_s > 0 ? ctx_.cost->params().restore_fixed_s + rail_s : 0));
+  }
+  r->record.pool_tokens = out.restored_tokens;
+  r->compute_from = end;
+  return *std::max_element(r->record.stage_restore_s.begin(), r->record.stage_restore_s.end());
 }
 
 void PrefillInstance::Kick() {

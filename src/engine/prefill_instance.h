@@ -4,7 +4,10 @@
 // with a max-batched-tokens budget, and the pool connector (restore before, save after).
 //
 // A request's life here:
-//   Enqueue:  queue, holding nothing. A request *starts* only when the work started ahead of
+//   Prefetch: (with DeploymentOptions::prefetch_share) on arrival, before the admission gate:
+//             take its GPU-cached prefix and blocks for the pool's run beyond it and restore
+//             that now, so the restore's emulated time overlaps the request's waits.
+//   Enqueue:  queue, holding nothing (but a prefetch). A request *starts* only when the work started ahead of
 //             compute is below a few iterations' budget (like a scheduler that allocates at
 //             schedule time): queued requests hold no blocks, so a long queue cannot evict
 //             the prefixes the queue itself is about to need.
@@ -33,6 +36,7 @@
 
 #include "common/status.h"
 #include "connector/connector_metrics.h"
+#include "connector/prefix_lookup.h"
 #include "connector/restore_engine.h"
 #include "connector/save_engine.h"
 #include "engine/deployment_context.h"
@@ -53,6 +57,15 @@ class PrefillInstance {
   std::function<void(InFlightRequest*)> on_prefill_done;
 
   void Enqueue(InFlightRequest* r);
+  // Restore prefetch (issue 18): r has just arrived and will be enqueued here once admitted.
+  // Its pool prefix is restored now — real bytes; the emulated restore time runs from now — so
+  // that when it starts it waits only for what is still in flight. Prefetches hold at most
+  // prefetch_share of the cache's blocks; one that does not fit waits for room, oldest first,
+  // and a request that starts before its prefetch ran restores at its start. A request that
+  // cannot start for want of blocks takes those of the latest prefetches.
+  void Prefetch(InFlightRequest* r);
+  // r failed before it started: gives back what its prefetch holds.
+  void DropPrefetch(InFlightRequest* r);
   // Publishes the request's full blocks in the prefix cache and drops its references.
   void Release(InFlightRequest* r);
 
@@ -64,6 +77,8 @@ class PrefillInstance {
   std::vector<int> stage_devices() const;  // CUDA device per stage (-1: host memory)
   uint64_t restore_errors() const { return restore_errors_; }
   uint64_t save_failures() const { return save_failures_; }
+  uint64_t prefetches() const { return prefetches_; }
+  uint64_t prefetches_dropped() const { return prefetches_dropped_; }
 
  private:
   PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool, const DeploymentContext& ctx);
@@ -72,7 +87,21 @@ class PrefillInstance {
   void StartQueued();
   // Takes blocks and restores; false when the cache has no room now (retried later).
   bool TryStart(InFlightRequest* r);
-  void RestoreFromPool(InFlightRequest* r, uint64_t prompt_cap, uint64_t gpu_tokens, double* ready_delay);
+  // The pool's run of r's prompt (up to prompt_cap) beyond its first gpu_tokens; an error
+  // (counted, logged) when the lookup failed.
+  Result<connector::PrefixHit> LookUp(const InFlightRequest& r, uint64_t prompt_cap, uint64_t gpu_tokens);
+  // Restores `hit` into r's blocks, which cover it, and verifies it; returns the emulated
+  // restore time (the slowest stage's), 0 when nothing was restored.
+  double Restore(InFlightRequest* r, const connector::PrefixHit& hit, uint64_t gpu_tokens);
+  // Prefetches waiting requests, oldest first, while the budget has room.
+  void PumpPrefetches();
+  // One prefetch. False when it does not fit the budget or the cache now (retried later);
+  // true when done or when there is nothing to prefetch.
+  bool TryPrefetch(InFlightRequest* r);
+  // Takes r off the prefetch lists (prefetched: its blocks no longer count as prefetched).
+  void ForgetPrefetch(InFlightRequest* r);
+  // Gives back the blocks r's prefetch holds; `restarts`: r restores at its start instead.
+  void ReleasePrefetch(InFlightRequest* r, bool restarts);
   // Sends the next micro-batch into the pipeline when its first stage is free.
   void Kick();
   void FinishMicroBatch(const std::vector<InFlightRequest*>& batch, const std::vector<PrefillSlice>& spans);
@@ -103,6 +132,12 @@ class PrefillInstance {
   uint64_t started_tokens_ = 0;  // compute left of started requests (restoring or ready)
   uint64_t restore_errors_ = 0;
   uint64_t save_failures_ = 0;
+
+  std::deque<InFlightRequest*> prefetch_waiting_;  // arrived, no room to prefetch yet
+  std::vector<InFlightRequest*> prefetched_;       // hold prefetched blocks, not started
+  const uint64_t prefetch_budget_blocks_;
+  uint64_t prefetch_held_blocks_ = 0;
+  uint64_t prefetches_ = 0, prefetches_dropped_ = 0;
 };
 
 }  // namespace kvpool::engine

@@ -35,6 +35,10 @@ struct RequestRecord {
   uint64_t ceiling_hit_tokens = 0;
 
   std::vector<double> stage_restore_s;  // per pipeline stage; empty when nothing was restored
+  // The restore on the request's critical path: from its start in prefill to its last stage's
+  // restore done. The slowest stage_restore_s, unless a prefetch ran part of it before.
+  double restore_wait_s = 0;
+  bool prefetched = false;              // its restore started before it did
   double restore_real_s = 0;            // lookup + restore + verify, wall clock
   double handoff_s = 0;
   double handoff_real_s = 0;            // copy + verify, wall clock

@@ -33,6 +33,8 @@ struct ReplayDriver::Tree {
   std::unordered_map<size_t, std::vector<size_t>> spawned_after;  // parent turn -> subagents
   trace::PrefixHitWalk ceiling_walk;
   std::vector<connector::TokenId> last_prompt;  // the latest main turn's (retention hints)
+  // Retention hints: each running subagent's latest prompt, until it is done.
+  std::unordered_map<size_t, std::vector<connector::TokenId>> subagent_prompts;
 };
 
 ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim)
@@ -131,12 +133,14 @@ void ReplayDriver::SendMain(Tree& tree) {
        options_.session_retention ? &tree.last_prompt : nullptr);
 }
 
-void ReplayDriver::RetainSessionFor(Tree& tree, double wait_s) {
-  if (!options_.session_retention || !deployment_->uses_pool() || tree.last_prompt.empty()) return;
+void ReplayDriver::RetainSessionFor(Tree& tree, double wait_s) { RetainPrompt(tree.last_prompt, wait_s); }
+
+void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s) {
+  if (!options_.session_retention || !deployment_->uses_pool() || prompt.empty()) return;
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
   const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
-  deployment_->RetainSession(tree.last_prompt, ttl);
+  deployment_->RetainSession(prompt, ttl);
 }
 
 void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record) {
@@ -224,16 +228,27 @@ void ReplayDriver::StartSubagent(Tree& tree, size_t subagent, bool counted) {
 void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index, bool counted) {
   if (stop_time_) return;
   const trace::Subagent& sub = tree.trace->subagents[subagent];
+  // A subagent's history is retained while it runs, like a main session's (retention hints).
+  std::vector<connector::TokenId>* prompt = nullptr;
+  if (options_.session_retention) {
+    prompt = &tree.subagent_prompts[subagent];
+    RetainPrompt(*prompt, options_.idle_cap_s);
+  }
   Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const engine::RequestRecord&) {
     const trace::Subagent& s = t->trace->subagents[subagent];
     if (index + 1 >= s.requests.size()) return OnSubagentDone(*t, subagent);
-    sim_->After(CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s()),
-                [this, t, subagent, index, counted] { SendSubagentRequest(*t, subagent, index + 1, counted); });
-  });
+    const double gap = CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s());
+    if (auto it = t->subagent_prompts.find(subagent); it != t->subagent_prompts.end()) RetainPrompt(it->second, gap);
+    sim_->After(gap, [this, t, subagent, index, counted] { SendSubagentRequest(*t, subagent, index + 1, counted); });
+  }, prompt);
 }
 
 void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
   --tree.active_subagents;
+  if (auto it = tree.subagent_prompts.find(subagent); it != tree.subagent_prompts.end()) {
+    if (deployment_->uses_pool() && !it->second.empty()) deployment_->ReleaseSession(it->second);  // first to evict
+    tree.subagent_prompts.erase(it);
+  }
   const trace::Subagent& sub = tree.trace->subagents[subagent];
   if (sub.gates_turn) {
     --tree.gate_pending[*sub.gates_turn];

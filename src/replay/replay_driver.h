@@ -60,7 +60,8 @@ struct ReplayOptions {
   // gap, capped; with paced arrivals, the idle cap), and again when the next turn arrives, for
   // the idle cap, so that it lasts while the turn queues for prefill; in the pool's real time
   // at the run's current pace (wall seconds per emulated second) with a margin of 2x. When its
-  // tree ends, released. false: plain LRU. Without a pool, nothing is sent.
+  // tree ends, released. A subagent's history likewise, from its first turn until it is done.
+  // false: plain LRU. Without a pool, nothing is sent.
   bool session_retention = false;
 };
 
@@ -104,6 +105,8 @@ class ReplayDriver final : public TraceDriver {
             std::vector<connector::TokenId>* prompt = nullptr);
   // Tells the pool to keep the tree's session for about `wait_s` emulated seconds (retention hints).
   void RetainSessionFor(Tree& tree, double wait_s);
+  // The same for the history whose latest prompt is `prompt` (a main session's or a subagent's).
+  void RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s);
   void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
   void StopAt(double time);

@@ -25,7 +25,7 @@ ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double w
   s.gpus = gpus;
   s.window_start_s = window_start_s;
   s.window_s = std::max(0.0, window_end_s - window_start_s);
-  std::vector<double> ttft, gate, prefill, gen, stage, wait, restore_real, handoff, handoff_real;
+  std::vector<double> ttft, gate, prefill, gen, stage, wait, critical, restore_real, handoff, handoff_real;
   for (const engine::RequestRecord& r : records) {
     if (!r.counted) {
       ++s.uncounted_requests;
@@ -55,6 +55,8 @@ ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double w
       ++s.restores;
       stage.insert(stage.end(), r.stage_restore_s.begin(), r.stage_restore_s.end());
       wait.push_back(r.restore_stage_spread_s());
+      critical.push_back(r.restore_wait_s);
+      s.prefetched_restores += r.prefetched ? 1 : 0;
       restore_real.push_back(r.restore_real_s);
     }
     handoff.push_back(r.handoff_s);
@@ -76,6 +78,8 @@ ReplaySummary Summarize(std::span<const engine::RequestRecord> records, double w
   s.user_gen_tok_s = ComputePercentiles(std::move(gen));
   s.stage_restore_s = ComputePercentiles(std::move(stage));
   s.restore_stage_wait_s = ComputePercentiles(std::move(wait));
+  for (double c : critical) s.restore_critical_total_s += c;
+  s.restore_critical_s = ComputePercentiles(std::move(critical));
   s.restore_real_s = ComputePercentiles(std::move(restore_real));
   s.handoff_s = ComputePercentiles(std::move(handoff));
   s.handoff_real_s = ComputePercentiles(std::move(handoff_real));
@@ -149,6 +153,9 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["restores"] = s.restores;
   j["stage_restore_s"] = PercentilesJson(s.stage_restore_s);
   j["restore_stage_wait_s"] = PercentilesJson(s.restore_stage_wait_s);
+  j["restore_critical_s"] = PercentilesJson(s.restore_critical_s);
+  j["restore_critical_total_s"] = s.restore_critical_total_s;
+  j["prefetched_restores"] = s.prefetched_restores;
   j["restore_real_s"] = PercentilesJson(s.restore_real_s);
   j["handoff_s"] = PercentilesJson(s.handoff_s);
   j["handoff_real_s"] = PercentilesJson(s.handoff_real_s);
@@ -164,6 +171,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"router_moves", s.deployment.router_moves},
                      {"retention_keys", s.deployment.retention_keys},
                      {"retention_refused", s.deployment.retention_refused},
+                     {"prefetches", s.deployment.prefetches},
+                     {"prefetches_dropped", s.deployment.prefetches_dropped},
                      {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
                                          {"bytes", s.deployment.rails.bytes},
                                          {"queued_s", s.deployment.rails.queued_s}}}};
@@ -204,6 +213,10 @@ std::string FormatSummary(const ReplaySummary& s) {
                      "p50 {:.0f} ms · real p50 {:.1f} ms\n",
                      s.restores, 1e3 * s.stage_restore_s.p50, 1e3 * s.stage_restore_s.p90,
                      1e3 * s.restore_stage_wait_s.p50, 1e3 * s.restore_real_s.p50);
+  out += fmt::format("  restore waited  p50 {:.0f} ms · p90 {:.0f} ms · {:.1f} s in all, from start in prefill to "
+                     "restored ({} of the restores prefetched)\n",
+                     1e3 * s.restore_critical_s.p50, 1e3 * s.restore_critical_s.p90, s.restore_critical_total_s,
+                     s.prefetched_restores);
   out += fmt::format("  handoff         p50 {:.0f} ms · real p50 {:.1f} ms ({} handoff, KV in {} memory)\n",
                      1e3 * s.handoff_s.p50, 1e3 * s.handoff_real_s.p50, s.handoff, s.kv_memory);
   out += fmt::format("  bytes moved     restored {:.1f} MB · saved {:.1f} MB · handed off {:.1f} MB\n",

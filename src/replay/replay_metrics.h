@@ -84,6 +84,11 @@ struct ReplaySummary {
   int64_t restores = 0;
   Percentiles stage_restore_s;      // emulated, per stage restore
   Percentiles restore_stage_wait_s;  // first-to-last stage
+  // The restore on the critical path: from a request's start in prefill to its restore done
+  // (RequestRecord::restore_wait_s); a prefetch shortens it.
+  Percentiles restore_critical_s;
+  double restore_critical_total_s = 0;
+  int64_t prefetched_restores = 0;
   Percentiles restore_real_s;       // lookup + restore + verify, wall clock
   Percentiles handoff_s, handoff_real_s;
   uint64_t restore_bytes = 0, save_bytes = 0, handoff_bytes = 0;

@@ -114,6 +114,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.topology = topology;
   d.cost = options.cost;
   d.admission_timeout_s = options.admission_timeout_s;
+  d.prefetch_share = options.prefetch_share;
   for (auto& p : pools) d.pools.push_back(p->store());
   d.devices.gpus = options.gpus;
   // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
