@@ -168,12 +168,12 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   service->master_ = std::make_unique<MountClient>(options.master_address, options.etcd, options.part,
                                                  options.rpc_timeout, options.credentials);
   KVPOOL_RETURN_IF_ERROR(service->MountAndServe());
-  if (!options.etcd.empty()) {
-    // Registered once mounted: a new leader then waits only for stores that hold something.
+  if (!options.etcd.empty() && options.keep_index) {
+    // Registered once mounted, and only with an index to rejoin with: a new leader waits only
+    // for stores that bring objects back.
     service->registration_ = std::make_unique<etcd::StoreRegistration>(
         std::shared_ptr<etcd::EtcdClient>(*etcd::EtcdClient::Create(options.etcd)), options.part, service->store_id_,
-        service->tcp_address_,
-        options.registration_ttl);
+        service->tcp_address_, options.registration_ttl);
   }
   service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
