@@ -30,14 +30,14 @@ for n in $SESSIONS; do
   done
 done
 /usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "${common[*]}" <<'PY'
-import datetime, json, os, subprocess, sys
+import datetime, json, os, sys
 out, sessions, sizes, common = sys.argv[1:]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+sys.path.insert(0, "scripts")
+from bench_machine import describe_machine  # noqa: E402
 def run(name):
     return json.load(open(os.path.join(out, name + ".json")))["runs"][0]
 json.dump({"command": "scripts/bench-prefetch.sh", "date": datetime.date.today().isoformat(),
-           "machine": subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
-                      + f", {os.cpu_count()} cores ({cpu})",
+           "machine": describe_machine(),
            "settings": {"replay": "kvpool replay " + common},
            "runs": [{"sessions": int(n), "pool_tokens": int(s), "off": run(f"{n}-{s}-off"), "on": run(f"{n}-{s}-on")}
                     for n in sessions.split() for s in sizes.split()]},

@@ -34,16 +34,16 @@ for size in $SIZES; do
   done
 done
 /usr/bin/python3 - "$OUT" "$SIZES" "$REPS" "${common[*]}" <<'PY'
-import datetime, json, os, subprocess, sys
+import datetime, json, os, sys
 out, sizes, reps, common = sys.argv[1:]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+sys.path.insert(0, "scripts")
+from bench_machine import describe_machine  # noqa: E402
 def arm(name):
     runs = [json.load(open(os.path.join(out, f"{name}-{r}.json")))["runs"][0] for r in range(1, int(reps) + 1)]
     runs.sort(key=lambda r: r["token_sources"]["reuse"])
     return {"median": runs[len(runs) // 2], "reuse_runs": [r["token_sources"]["reuse"] for r in runs]}
 json.dump({"command": "scripts/bench-retention.sh", "date": datetime.date.today().isoformat(),
-           "machine": subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
-                      + f", {os.cpu_count()} cores ({cpu})",
+           "machine": describe_machine(),
            "settings": {"replay": "kvpool replay " + common, "repetitions": int(reps)},
            "sizes": [{"pool_tokens": int(s), "lru": arm(f"lru-{s}"), "session": arm(f"session-{s}")}
                      for s in sizes.split()]},

@@ -44,13 +44,13 @@ done
 import datetime, json, os, subprocess, sys
 out, ssd_dir, smalls, big, factor, idle_cap, common, ssd_gbps = sys.argv[1:]
 fs = subprocess.run(["df", "--output=fstype,source", ssd_dir], capture_output=True, text=True).stdout.split("\n")[1].split()
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+sys.path.insert(0, "scripts")
+from bench_machine import describe_machine  # noqa: E402
 def run(name):
     return json.load(open(os.path.join(out, name + ".json")))["runs"][0]
 sizes = [{"pool_tokens": int(s), "dram": run(f"dram-{s}"), "dram+ssd": run(f"ssd-{s}")} for s in smalls.split()]
 json.dump({"command": "scripts/bench-ssd-replay.sh", "date": datetime.date.today().isoformat(),
-           "machine": subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
-                      + f", {os.cpu_count()} cores ({cpu})",
+           "machine": describe_machine(),
            "filesystem": f"{fs[0]} on {fs[1]}" if len(fs) == 2 else "?",
            "settings": {"replay": "kvpool replay " + common, "unlimited_pool_tokens": int(big),
                         "ssd_factor": int(factor), "idle_cap_s": float(idle_cap), "ssd_gbps": float(ssd_gbps)},

@@ -64,10 +64,10 @@ done
 import datetime, json, os, subprocess, sys
 raw, ssd_dir, file_size, pass_bytes, depth, reps = sys.argv[1:]
 fs = subprocess.run(["df", "--output=fstype,source", ssd_dir], capture_output=True, text=True).stdout.split("\n")[1].split()
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+sys.path.insert(0, "scripts")
+from bench_machine import describe_machine  # noqa: E402
 json.dump({"command": "scripts/bench-ssd.sh", "date": datetime.date.today().isoformat(),
-           "machine": subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
-                      + f", {os.cpu_count()} cores ({cpu})",
+           "machine": describe_machine(),
            "filesystem": f"{fs[0]} on {fs[1]}" if len(fs) == 2 else "?",
            "fio": subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
            "settings": {"file_size": file_size, "pass_bytes": pass_bytes, "queue_depth": int(depth), "reps": int(reps)},

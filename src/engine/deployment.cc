@@ -294,8 +294,12 @@ std::vector<const connector::ConnectorMetrics*> Deployment::connector_metrics() 
   return out;
 }
 
+std::vector<std::string> Deployment::SessionKeys(std::span<const connector::TokenId> tokens) const {
+  return connector::StageObjectKeys(*ns_, connector::ChainChunkKeys(*ns_, tokens));
+}
+
 void Deployment::RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) {
-  const std::vector<std::string> keys = connector::StageObjectKeys(*ns_, connector::ChainChunkKeys(*ns_, tokens));
+  const std::vector<std::string> keys = SessionKeys(tokens);
   if (keys.empty()) return;
   for (connector::ChunkStore* pool : options_.pools) {
     // Split pools: a key lives in one of them; the others answer NOT_FOUND, which is no refusal.
@@ -305,7 +309,7 @@ void Deployment::RetainSession(std::span<const connector::TokenId> tokens, std::
 }
 
 void Deployment::ReleaseSession(std::span<const connector::TokenId> tokens) {
-  const std::vector<std::string> keys = connector::StageObjectKeys(*ns_, connector::ChainChunkKeys(*ns_, tokens));
+  const std::vector<std::string> keys = SessionKeys(tokens);
   if (keys.empty()) return;
   for (connector::ChunkStore* pool : options_.pools) (void)pool->Release(keys);
   retention_keys_ += keys.size();

@@ -127,6 +127,8 @@ class Deployment {
   void StartPrefill(InFlightRequest* r);
   // The prefill instance of r's group its router picks now.
   int RoutePrefill(const InFlightRequest& r);
+  // Every stage object of the whole chunks of a session's prompt (what retention hints name).
+  std::vector<std::string> SessionKeys(std::span<const connector::TokenId> tokens) const;
   void HandOff(InFlightRequest* r);
   void Finish(InFlightRequest* r);
   void Fail(InFlightRequest* r, std::string why);

@@ -22,6 +22,10 @@ uint64_t StagingBytes(const connector::KvModelSpec& spec, uint32_t workers) {
   return std::max<uint64_t>(uint64_t{1} << 20, 4 * largest * workers);
 }
 
+// The longest prefix of an n-token prompt a cache may serve: at least one token is always
+// computed (it yields the first output token), so it stops at the last full block before it.
+uint64_t CacheablePrefix(uint64_t n, uint32_t block) { return (n - 1) / block * block; }
+
 }  // namespace
 
 PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool,
@@ -120,7 +124,7 @@ void PrefillInstance::PumpPrefetches() {
 bool PrefillInstance::TryPrefetch(InFlightRequest* r) {
   const auto start = std::chrono::steady_clock::now();
   const uint32_t block = ctx_.geometry->spec.block_tokens;
-  const uint64_t prompt_cap = (r->tokens.size() - 1) / block * block;
+  const uint64_t prompt_cap = CacheablePrefix(r->tokens.size(), block);
   std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
   const uint64_t gpu_tokens = prefix.size() * block;
   auto hit = LookUp(*r, prompt_cap, gpu_tokens);
@@ -198,9 +202,7 @@ bool PrefillInstance::TryStart(InFlightRequest* r) {
     r->prefill_blocks.insert(r->prefill_blocks.end(), rest->begin(), rest->end());
     ready_delay = std::max(0.0, r->restore_done_s - ctx_.sim->now());
   } else {
-    // At least one token is always computed (it yields the first output token), so a cached
-    // prefix stops at the last full block before the final token.
-    const uint64_t prompt_cap = (n - 1) / block * block;
+    const uint64_t prompt_cap = CacheablePrefix(n, block);
     std::vector<connector::BlockId> prefix = prefix_cache_.AcquirePrefix(r->block_keys, prompt_cap / block);
     auto rest = prefix_cache_.AllocateBlocks(total_blocks - prefix.size());
     if (!rest.ok()) {

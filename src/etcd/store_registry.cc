@@ -18,7 +18,11 @@ Result<std::set<std::string>> RegisteredStores(EtcdClient& etcd, uint32_t part, 
 
 StoreRegistration::StoreRegistration(std::shared_ptr<EtcdClient> etcd, uint32_t part, std::string store_id,
                                      std::string value, std::chrono::seconds ttl)
-    : etcd_(std::move(etcd)), key_(StoreRegistryPrefix(part) + store_id), value_(std::move(value)), ttl_(ttl) {
+    : etcd_(std::move(etcd)),
+      key_(StoreRegistryPrefix(part) + store_id),
+      value_(std::move(value)),
+      ttl_(ttl),
+      quarter_(std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 4) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -38,9 +42,6 @@ StoreRegistration::~StoreRegistration() {
 bool StoreRegistration::registered() const { return registered_.load(); }
 
 void StoreRegistration::Run() {
-  // Calls take at most a quarter of the ttl, so a renewal that failed is retried well before
-  // the lease would end.
-  const auto quarter = std::chrono::duration_cast<std::chrono::milliseconds>(ttl_) / 4;
   bool failing = false;
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -50,12 +51,12 @@ void StoreRegistration::Run() {
     if (s.ok() && failing) spdlog::info("{}: registered in etcd again", key_);
     failing = !s.ok();
     lock.lock();
-    wake_.wait_for(lock, quarter, [this] { return stopping_; });
+    wake_.wait_for(lock, quarter_, [this] { return stopping_; });
   }
 }
 
 Status StoreRegistration::Renew() {
-  auto renewed = etcd_->KeepAlive(lease_, std::chrono::duration_cast<std::chrono::milliseconds>(ttl_) / 4);
+  auto renewed = etcd_->KeepAlive(lease_, quarter_);
   if (renewed.ok() || renewed.status().code() != StatusCode::kNotFound) return renewed.status();
   // The lease ended (etcd was away longer than the ttl) and took the key with it.
   lease_ = 0;
@@ -64,13 +65,12 @@ Status StoreRegistration::Renew() {
 }
 
 Status StoreRegistration::Register() {
-  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ttl_) / 4;
   if (lease_ == 0) {
-    auto granted = etcd_->GrantLease(ttl_, timeout);
+    auto granted = etcd_->GrantLease(ttl_, quarter_);
     if (!granted.ok()) return granted.status();
     lease_ = granted->id;
   }
-  KVPOOL_RETURN_IF_ERROR(etcd_->Put(key_, value_, lease_, timeout));
+  KVPOOL_RETURN_IF_ERROR(etcd_->Put(key_, value_, lease_, quarter_));
   registered_.store(true);
   return Status::Ok();
 }

@@ -56,6 +56,9 @@ class StoreRegistration {
   const std::string key_;
   const std::string value_;
   const std::chrono::seconds ttl_;
+  // Every call takes at most a quarter of the ttl, and calls repeat that often, so a renewal
+  // that failed is retried well before the lease would end.
+  const std::chrono::milliseconds quarter_;
 
   std::mutex mu_;
   std::condition_variable wake_;

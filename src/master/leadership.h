@@ -58,6 +58,8 @@ class Leadership {
   // Wins that took the part over from another master (not the first election of the part).
   uint64_t failovers() const { return failovers_.load(); }
   uint64_t elections_won() const { return elections_won_.load(); }
+  // The etcd it campaigns in (thread-safe), for the master's other etcd reads.
+  etcd::EtcdClient& etcd() const { return *etcd_; }
 
   // Graceful handover: stops leading, resigns so the next standby leads at once, and campaigns
   // no more. Returns once etcd has the resignation (or it could not be reached).

@@ -140,12 +140,6 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
     leadership.part = options.part;
     leadership.advertise = options.advertise.empty() ? server->address_ : options.advertise;
     leadership.ttl = std::chrono::seconds(options.leader_ttl_s);
-    auto registry = etcd::EtcdClient::Create(options.etcd);
-    if (!registry.ok()) {
-      server->grpc_server_->Shutdown();
-      return registry.status();
-    }
-    server->registry_ = *std::move(registry);
     MasterServer* s = server.get();
     auto started = Leadership::Start(
         leadership, {.elected =
@@ -219,9 +213,9 @@ void MasterServer::MaintenanceLoop() {
 
 void MasterServer::CheckTakeover() {
   TakeoverGate& gate = service_->takeover_gate();
-  if (!registry_ || !gate.closed()) return;
+  if (!leadership_ || !gate.closed()) return;
   // Listed again on every pass while closed: a store that died drops out when its lease ends.
-  auto stores = etcd::RegisteredStores(*registry_, options_.part, std::chrono::milliseconds(500));
+  auto stores = etcd::RegisteredStores(leadership_->etcd(), options_.part, std::chrono::milliseconds(500));
   if (stores.ok()) gate.Expect(*std::move(stores));
   (void)gate.Open();
 }

@@ -26,9 +26,6 @@ class Server;
 namespace kvpool::http {
 class MetricsEndpoint;
 }
-namespace kvpool::etcd {
-class EtcdClient;
-}
 
 namespace kvpool::master {
 
@@ -126,7 +123,6 @@ class MasterServer {
   std::atomic<const Leadership*> leadership_view_{nullptr};  // what ActivePool asks; set once
   std::unique_ptr<ActivePool> active_;
   std::unique_ptr<Leadership> leadership_;
-  std::unique_ptr<etcd::EtcdClient> registry_;  // with etcd: where the part's stores register
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

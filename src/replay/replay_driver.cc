@@ -127,13 +127,11 @@ void ReplayDriver::SendMain(Tree& tree) {
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
   // The turn arrived: its history must last until prefill restores it, however long it queues.
-  RetainSessionFor(tree, options_.idle_cap_s);
+  RetainPrompt(tree.last_prompt, options_.idle_cap_s);
   Send(tree, tree.trace->requests[turn], counted,
        [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); },
        options_.session_retention ? &tree.last_prompt : nullptr);
 }
-
-void ReplayDriver::RetainSessionFor(Tree& tree, double wait_s) { RetainPrompt(tree.last_prompt, wait_s); }
 
 void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s) {
   if (!options_.session_retention || !deployment_->uses_pool() || prompt.empty()) return;
@@ -141,6 +139,13 @@ void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, d
   const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
   const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
   deployment_->RetainSession(prompt, ttl);
+}
+
+void ReplayDriver::ReleasePrompt(std::vector<connector::TokenId>* prompt) {
+  if (options_.session_retention && deployment_->uses_pool() && !prompt->empty()) {
+    deployment_->ReleaseSession(*prompt);  // it ended: first to evict
+  }
+  prompt->clear();
 }
 
 void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestRecord& record) {
@@ -164,13 +169,13 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
   }
   tree.next_turn = turn + 1;
   if (options_.arrival_rate > 0) {  // the next arrival decides when
-    RetainSessionFor(tree, options_.idle_cap_s);
+    RetainPrompt(tree.last_prompt, options_.idle_cap_s);
     tree.main_timer_done = true;
     TrySendMain(tree);
     return;
   }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
-  RetainSessionFor(tree, gap);
+  RetainPrompt(tree.last_prompt, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);
@@ -246,7 +251,7 @@ void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index
 void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
   --tree.active_subagents;
   if (auto it = tree.subagent_prompts.find(subagent); it != tree.subagent_prompts.end()) {
-    if (deployment_->uses_pool() && !it->second.empty()) deployment_->ReleaseSession(it->second);  // first to evict
+    ReleasePrompt(&it->second);
     tree.subagent_prompts.erase(it);
   }
   const trace::Subagent& sub = tree.trace->subagents[subagent];
@@ -260,10 +265,7 @@ void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
 void ReplayDriver::MaybeFinishTree(Tree& tree) {
   if (!tree.main_done || tree.active_subagents > 0) return;
   tree.ceiling_walk = trace::PrefixHitWalk();  // the tree sends nothing more
-  if (options_.session_retention && deployment_->uses_pool() && !tree.last_prompt.empty()) {
-    deployment_->ReleaseSession(tree.last_prompt);  // the session ended: first to evict
-    tree.last_prompt = {};
-  }
+  ReleasePrompt(&tree.last_prompt);
   Lane& lane = *tree.lane;
   if (tree.warming) {  // a tree too short to finish its warm-up
     tree.warming = false;

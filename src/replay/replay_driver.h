@@ -103,10 +103,11 @@ class ReplayDriver final : public TraceDriver {
   // `prompt`, when not null, receives the request's prompt tokens.
   void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const engine::RequestRecord&)> then,
             std::vector<connector::TokenId>* prompt = nullptr);
-  // Tells the pool to keep the tree's session for about `wait_s` emulated seconds (retention hints).
-  void RetainSessionFor(Tree& tree, double wait_s);
-  // The same for the history whose latest prompt is `prompt` (a main session's or a subagent's).
+  // Retention hints: tells the pool to keep the history whose latest prompt is `prompt` (a main
+  // session's or a subagent's) for about `wait_s` emulated seconds; no-op without hints.
   void RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s);
+  // The history ended: released (first to evict), and `prompt` cleared.
+  void ReleasePrompt(std::vector<connector::TokenId>* prompt);
   void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
   void StopAt(double time);
