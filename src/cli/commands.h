@@ -14,6 +14,7 @@ void AddBenchCommand(CLI::App& app);    // kvpool bench
 void AddTraceCommand(CLI::App& app);    // kvpool trace synth / stats
 void AddReplayCommand(CLI::App& app);   // kvpool replay (agent-trace replay on an emulated P/D deployment)
 void AddReportCommand(CLI::App& app);   // kvpool report (plots from replay results)
+void AddPlanCommand(CLI::App& app);     // kvpool plan (predicted reuse by pool size)
 void AddCredentialCommand(CLI::App& app);  // kvpool credential issue (a tenant's credential)
 void AddTopCommand(CLI::App& app);      // kvpool top (a live view of the pool)
 

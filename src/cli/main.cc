@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   kvpool::cli::AddTraceCommand(app);
   kvpool::cli::AddReplayCommand(app);
   kvpool::cli::AddReportCommand(app);
+  kvpool::cli::AddPlanCommand(app);
   kvpool::cli::AddCredentialCommand(app);
   kvpool::cli::AddTopCommand(app);
   std::vector<std::string> args = kvpool::cli::PrepareConfig(app, std::vector<std::string>(argv, argv + argc));

@@ -30,7 +30,6 @@
 #include "cli/trace_input.h"
 #include "engine/kv_cache_memory.h"
 #include "replay/replay_run.h"
-#include "trace/corpus_synthesizer.h"
 #include "trace/reuse_ceiling.h"
 
 namespace kvpool::cli {
@@ -43,11 +42,7 @@ namespace {
 constexpr double kPrefetchShare = 0.05;
 
 struct ReplayFlags {
-  std::string trace_file;
-  std::string format = "auto";
-  bool strict = false;
-  int synth_traces = 0;
-  double synth_turn_scale = 1.0;
+  CorpusSource corpus;
   std::string sessions = "8";
   double duration_s = 600;
   int64_t requests = 0;
@@ -72,6 +67,7 @@ struct ReplayFlags {
   double idle_cap_s = 300;
   std::string retention = "lru";
   std::string prefetch = "off";
+  int64_t read_lease_ms = 500;
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
@@ -168,32 +164,13 @@ int RunReplayCommand(const ReplayFlags& f) {
     rates = std::move(parsed).value();
   }
 
-  trace::Corpus corpus;
-  std::string source;
-  if (!f.trace_file.empty()) {
-    trace::LoadOptions load;
-    load.max_context_tokens = geometry->max_context_tokens;
-    load.strict = f.strict;
-    auto loaded = LoadTraceInput("replay", f.trace_file, f.format, load);
-    if (!loaded.ok()) {
-      fmt::print(stderr, "kvpool replay: {}\n", loaded.status().message());
-      return kUnusableTraceInputExit;
-    }
-    corpus = std::move(loaded).value();
-    source = f.trace_file;
-    if (corpus.traces.empty()) {
-      fmt::print(stderr, "kvpool replay: {}: all {} traces exceed the geometry's {}-token context\n", source,
-                 corpus.skipped_over_max_context, geometry->max_context_tokens);
-      return kUnusableTraceInputExit;
-    }
-  } else {
-    trace::SynthesisOptions s;
-    s.traces = f.synth_traces;
-    s.turn_scale = f.synth_turn_scale;
-    corpus = trace::SynthesizeCorpus(s, f.seed);
-    source = fmt::format("synthetic corpus ({} traces, seed {}, turn scale {})", f.synth_traces, f.seed,
-                         f.synth_turn_scale);
+  auto loaded = LoadCorpusSource("replay", f.corpus, f.seed, geometry->max_context_tokens);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", loaded.status().message());
+    return kUnusableTraceInputExit;
   }
+  const trace::Corpus& corpus = loaded->corpus;
+  const std::string& source = loaded->description;
   const trace::ReuseCeiling ceiling = trace::CorpusReuseCeiling(corpus);
   fmt::print("corpus: {} — {} traces, reuse ceiling {:.2f}%\n", source, corpus.traces.size(), 100 * ceiling.ratio());
 
@@ -307,6 +284,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.max_output_tokens = f.max_output;
       o.admission_timeout_s = f.admission_wait_s;
       o.prefetch_share = f.prefetch == "on" ? kPrefetchShare : 0;
+      o.read_lease = std::chrono::milliseconds(f.read_lease_ms);
       o.handoff = f.handoff;
       o.gpus = f.gpu ? engine::CudaDeviceCount() : 0;
       if (f.gpu && o.gpus == 0) {
@@ -353,19 +331,7 @@ void AddReplayCommand(CLI::App& app) {
   static ReplayFlags f;
   auto* cmd = app.add_subcommand(
       "replay", "Replay agent sessions against an emulated P/D deployment with real KV movement through the pool");
-  auto* source = cmd->add_option_group("trace source");
-  source->add_option("--trace", f.trace_file,
-                     "an AgentX or Mooncake trace file (.jsonl, .json, either .gz) or a folder of AgentX trace files");
-  source->add_option("--synth", f.synth_traces, "replay a synthetic AgentX corpus of N traces instead")
-      ->check(CLI::Range(1, 100'000));
-  source->require_option(1);
-  cmd->add_option("--format", f.format, "trace file format")
-      ->check(CLI::IsMember({"agentx", "mooncake", "auto"}))
-      ->capture_default_str();
-  cmd->add_flag("--strict", f.strict, "fail on the first invalid trace instead of skipping it");
-  cmd->add_option("--synth-turn-scale", f.synth_turn_scale, "scale the synthetic traces' turns (e.g. 0.3)")
-      ->check(CLI::Range(0.001, 10.0))
-      ->capture_default_str();
+  AddCorpusSourceFlags(cmd, f.corpus, /*trace_positional=*/false);
   cmd->add_option("--sessions", f.sessions, "concurrent session trees; a comma list runs a sweep (e.g. 56,72,96,112)")
       ->capture_default_str();
   cmd->add_option("--duration", f.duration_s, "emulated seconds to measure after warm-up; 0 = until --requests")
@@ -482,6 +448,12 @@ void AddReplayCommand(CLI::App& app) {
                   "waits (prefetched requests hold at most 5% of a prefill instance's GPU cache); off "
                   "restores when prefill starts it")
       ->check(CLI::IsMember({"off", "on"}))
+      ->capture_default_str();
+  cmd->add_option("--read-lease-ms", f.read_lease_ms,
+                  "the read lease a restore's lookup asks for, in real milliseconds (0: the master's default, 5 s). "
+                  "Emulated time runs tens of times faster than real time, so a lease pins its chunks for that many "
+                  "times longer in emulated time; the default covers a restore's reads (tens of ms) with room")
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}))
       ->capture_default_str();
   AddConfigFile(cmd);
   cmd->callback([cmd] {

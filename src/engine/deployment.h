@@ -36,6 +36,7 @@
 #include "engine/kv_handoff.h"
 #include "engine/model_geometry.h"
 #include "engine/prefill_instance.h"
+#include "engine/request_sink.h"
 #include "engine/session_router.h"
 #include "engine/simulation.h"
 #include "engine/topology.h"
@@ -69,12 +70,6 @@ struct DeploymentOptions {
   double prefetch_share = 0;
 };
 
-struct DeploymentRequest {
-  uint64_t session_id = 0;
-  std::vector<connector::TokenId> tokens;  // the prompt; REQUIRES: not empty
-  uint64_t output_tokens = 1;
-  bool counted = true;
-};
 
 // Totals over the deployment's lifetime.
 struct DeploymentCounters {
@@ -94,15 +89,14 @@ struct DeploymentCounters {
   uint64_t prefetches = 0, prefetches_dropped = 0;
 };
 
-class Deployment {
+class Deployment final : public RequestSink {
  public:
   static Result<std::unique_ptr<Deployment>> Create(DeploymentOptions options, Simulation* sim);
-  ~Deployment();
+  ~Deployment() override;
   Deployment(const Deployment&) = delete;
   Deployment& operator=(const Deployment&) = delete;
 
-  // Starts serving `request`; `on_done` gets its record when it finished or failed.
-  void Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done);
+  void Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done) override;
 
   size_t in_flight() const { return in_flight_.size(); }
   // Totals; the mean decode KV use is over [from, to] (emulated seconds).
@@ -112,15 +106,13 @@ class Deployment {
   std::vector<const connector::ConnectorMetrics*> connector_metrics() const;
   // Every handoff's time and bytes (atomics, like the connector metrics).
   const KvHandoffMetrics& handoff_metrics() const { return handoff_metrics_; }
-  const ModelGeometry& geometry() const { return options_.geometry; }
+  const ModelGeometry& geometry() const override { return options_.geometry; }
   const connector::KvNamespace& kv_namespace() const { return *ns_; }
-  bool uses_pool() const { return !options_.pools.empty(); }
+  bool uses_pool() const override { return !options_.pools.empty(); }
 
-  // A router's hints about a session whose latest prompt was `tokens` (issue 18): it waits and
-  // is expected back within `ttl` (its chunks are kept over others' until then), or it ended
-  // (first to evict). Sent to every pool; one round trip per pool part.
-  void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl);
-  void ReleaseSession(std::span<const connector::TokenId> tokens);
+  // Retention hints (RequestSink) go to every pool; one round trip per pool part.
+  void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) override;
+  void ReleaseSession(std::span<const connector::TokenId> tokens) override;
 
  private:
   Deployment(DeploymentOptions options, Simulation* sim);

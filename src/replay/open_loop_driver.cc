@@ -9,9 +9,9 @@
 
 namespace kvpool::replay {
 
-OpenLoopDriver::OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment,
+OpenLoopDriver::OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink,
                                engine::Simulation* sim)
-    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim) {}
+    : corpus_(corpus), options_(options), sink_(sink), sim_(sim) {}
 
 Status OpenLoopDriver::Start() {
   if (corpus_.traces.size() != 1 || corpus_.traces[0].requests.empty()) {
@@ -21,7 +21,7 @@ Status OpenLoopDriver::Start() {
   }
   if (!(options_.rate_scale > 0)) return InvalidArgument("replay: --rate-scale must be above 0");
   trace_ = &corpus_.traces[0];
-  const engine::ModelGeometry& g = deployment_->geometry();
+  const engine::ModelGeometry& g = sink_->geometry();
   fits_ = std::min<int64_t>({g.max_context_tokens, static_cast<int64_t>(g.prefill_cache_tokens),
                              static_cast<int64_t>(g.decode_kv_tokens)});
   salt_ = engine::Mix64(options_.seed);
@@ -57,7 +57,7 @@ void OpenLoopDriver::Submit(size_t index) {
   r.counted = counted;
   const uint64_t ceiling_tokens =
       static_cast<uint64_t>(std::min<int64_t>(hits * trace_->block_size, request.input_tokens));
-  deployment_->Submit(std::move(r), [this, ceiling_tokens](const engine::RequestRecord& done) {
+  sink_->Submit(std::move(r), [this, ceiling_tokens](const engine::RequestRecord& done) {
     engine::RequestRecord copy = done;
     copy.ceiling_hit_tokens = ceiling_tokens;
     records_.push_back(copy);

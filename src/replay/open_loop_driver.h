@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/deployment.h"
+#include "engine/request_sink.h"
 #include "replay/replay_driver.h"
 #include "engine/simulation.h"
 #include "replay/trace_driver.h"
@@ -27,9 +27,9 @@ namespace kvpool::replay {
 
 class OpenLoopDriver final : public TraceDriver {
  public:
-  // REQUIRES: corpus, deployment and sim outlive the driver. Uses options.duration_s,
+  // REQUIRES: corpus, sink and sim outlive the driver. Uses options.duration_s,
   // max_requests, warmup_requests, seed and rate_scale.
-  OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim);
+  OpenLoopDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink, engine::Simulation* sim);
 
   // INVALID_ARGUMENT unless the corpus is one trace with requests (a Mooncake file) and
   // rate_scale > 0.
@@ -49,7 +49,7 @@ class OpenLoopDriver final : public TraceDriver {
 
   const trace::Corpus& corpus_;
   const ReplayOptions options_;
-  engine::Deployment* const deployment_;
+  engine::RequestSink* const sink_;
   engine::Simulation* const sim_;
   const trace::Trace* trace_ = nullptr;
   uint64_t salt_ = 0;

@@ -17,7 +17,8 @@ PoolConnection::~PoolConnection() {
 }
 
 Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts,
-                                                                     const EmbeddedSsd& ssd) {
+                                                                     const EmbeddedSsd& ssd,
+                                                                     std::chrono::milliseconds read_lease) {
   if (parts == 0) return InvalidArgument("an embedded pool needs at least one part");
   constexpr uint64_t kAlign = uint64_t{2} << 20;
   std::vector<std::unique_ptr<embedded::EmbeddedPool>> started;
@@ -34,7 +35,7 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
     list.masters.push_back((*pool)->address());
     started.push_back(std::move(pool).value());
   }
-  auto p = Connect(list);
+  auto p = Connect(list, {}, read_lease);
   if (!p.ok()) return p.status();
   (*p)->embedded_ = std::move(started);
   (*p)->description_ = parts == 1 ? fmt::format("embedded pool ({}) on {}", FormatByteSize(eo.memory_bytes),
@@ -66,11 +67,13 @@ std::optional<PoolCounters> PoolConnection::counters() const {
 }
 
 Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool,
-                                                               proto::RpcCredentials credentials) {
+                                                               proto::RpcCredentials credentials,
+                                                               std::chrono::milliseconds read_lease) {
   std::unique_ptr<PoolConnection> p(new PoolConnection());
   client::ClientOptions co;
   co.pool = pool;
   co.credentials = std::move(credentials);
+  co.lease = read_lease;
   auto client = client::Client::Connect(co);
   if (!client.ok()) return client.status();
   p->client_ = std::move(client).value();

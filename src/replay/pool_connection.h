@@ -3,6 +3,7 @@
 // loopback, sized for the run) or an existing pool reached through its masters (one per part).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,10 +32,13 @@ class PoolConnection {
  public:
   // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
   // huge pages needed) and, with `ssd`, an SSD tier of ssd.bytes / parts.
+  // `read_lease`: what the client's lookups ask for (0: the master's default; ReplayRunOptions).
   static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1,
-                                                               const EmbeddedSsd& ssd = {});
+                                                               const EmbeddedSsd& ssd = {},
+                                                               std::chrono::milliseconds read_lease = {});
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
-                                                         proto::RpcCredentials credentials = {});
+                                                         proto::RpcCredentials credentials = {},
+                                                         std::chrono::milliseconds read_lease = {});
   ~PoolConnection();
   PoolConnection(const PoolConnection&) = delete;
   PoolConnection& operator=(const PoolConnection&) = delete;

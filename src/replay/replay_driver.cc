@@ -37,8 +37,8 @@ struct ReplayDriver::Tree {
   std::unordered_map<size_t, std::vector<connector::TokenId>> subagent_prompts;
 };
 
-ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim)
-    : corpus_(corpus), options_(options), deployment_(deployment), sim_(sim),
+ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink, engine::Simulation* sim)
+    : corpus_(corpus), options_(options), sink_(sink), sim_(sim),
       rng_state_(engine::Mix64(options.seed)),
       arrival_rng_(engine::Mix64(options.seed ^ 0x9e3779b97f4a7c15ULL)) {}
 
@@ -46,7 +46,7 @@ ReplayDriver::~ReplayDriver() = default;
 
 Status ReplayDriver::Start() {
   if (options_.sessions < 1) return InvalidArgument("replay: --sessions must be at least 1");
-  const engine::ModelGeometry& g = deployment_->geometry();
+  const engine::ModelGeometry& g = sink_->geometry();
   // A trace must fit the context, a prefill instance's cache and a decode instance's KV.
   const int64_t fits = std::min<int64_t>({g.max_context_tokens, static_cast<int64_t>(g.prefill_cache_tokens),
                                           static_cast<int64_t>(g.decode_kv_tokens)});
@@ -134,16 +134,16 @@ void ReplayDriver::SendMain(Tree& tree) {
 }
 
 void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s) {
-  if (!options_.session_retention || !deployment_->uses_pool() || prompt.empty()) return;
+  if (!options_.session_retention || !sink_->uses_pool() || prompt.empty()) return;
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
   const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
-  deployment_->RetainSession(prompt, ttl);
+  sink_->RetainSession(prompt, ttl);
 }
 
 void ReplayDriver::ReleasePrompt(std::vector<connector::TokenId>* prompt) {
-  if (options_.session_retention && deployment_->uses_pool() && !prompt->empty()) {
-    deployment_->ReleaseSession(*prompt);  // it ended: first to evict
+  if (options_.session_retention && sink_->uses_pool() && !prompt->empty()) {
+    sink_->ReleaseSession(*prompt);  // it ended: first to evict
   }
   prompt->clear();
 }
@@ -290,7 +290,7 @@ void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
   const uint64_t ceiling_tokens =
       static_cast<uint64_t>(std::min<int64_t>(hits * tree.trace->block_size, request.input_tokens));
   if (counted && !first_counted_arrival_) first_counted_arrival_ = sim_->now();
-  deployment_->Submit(std::move(r), [this, ceiling_tokens, then = std::move(then)](const engine::RequestRecord& done) {
+  sink_->Submit(std::move(r), [this, ceiling_tokens, then = std::move(then)](const engine::RequestRecord& done) {
     engine::RequestRecord copy = done;
     copy.ceiling_hit_tokens = ceiling_tokens;
     Record(copy);

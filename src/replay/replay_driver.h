@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/deployment.h"
+#include "engine/request_sink.h"
 #include "engine/request_record.h"
 #include "engine/simulation.h"
 #include "replay/trace_driver.h"
@@ -67,8 +67,8 @@ struct ReplayOptions {
 
 class ReplayDriver final : public TraceDriver {
  public:
-  // REQUIRES: corpus, deployment and sim outlive the driver.
-  ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::Deployment* deployment, engine::Simulation* sim);
+  // REQUIRES: corpus, sink and sim outlive the driver.
+  ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink, engine::Simulation* sim);
   ~ReplayDriver() override;
   ReplayDriver(const ReplayDriver&) = delete;
   ReplayDriver& operator=(const ReplayDriver&) = delete;
@@ -115,7 +115,7 @@ class ReplayDriver final : public TraceDriver {
 
   const trace::Corpus& corpus_;
   const ReplayOptions options_;
-  engine::Deployment* const deployment_;
+  engine::RequestSink* const sink_;
   engine::Simulation* const sim_;
 
   std::vector<const trace::Trace*> usable_;

@@ -1,3 +1,4 @@
+#include "engine/deployment.h"
 #include "replay/replay_driver.h"
 
 #include <gtest/gtest.h>

@@ -98,10 +98,13 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     const uint32_t parts = topology.servers > 1 ? static_cast<uint32_t>(topology.rails) : 1;
     const uint64_t server_bytes = topology.pool_tokens_per_server(options.geometry) * options.geometry.bytes_per_token();
     for (int k = 0; k < (split ? topology.servers : 1); ++k) {
-      auto p = split && !options.server_pools.empty() ? PoolConnection::Connect(options.server_pools[k], options.credentials)
-               : options.pool                         ? PoolConnection::Connect(*options.pool, options.credentials)
-                      : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers, parts,
-                                                      EmbeddedSsdFor(options, split ? 1 : topology.servers, parts));
+      auto p = split && !options.server_pools.empty()
+                   ? PoolConnection::Connect(options.server_pools[k], options.credentials, options.read_lease)
+               : options.pool ? PoolConnection::Connect(*options.pool, options.credentials, options.read_lease)
+                              : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers,
+                                                              parts,
+                                                              EmbeddedSsdFor(options, split ? 1 : topology.servers, parts),
+                                                              options.read_lease);
       if (!p.ok()) return p.status();
       spdlog::debug("replay: {}", (*p)->description());
       pools.push_back(std::move(p).value());

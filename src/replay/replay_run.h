@@ -2,6 +2,7 @@
 // event loop — returning its summary. `kvpool replay` calls it once per (mode, sessions).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -55,6 +56,11 @@ struct ReplayRunOptions {
   std::vector<client::PoolParts> server_pools;
   // What the replay brings to existing pools (--auth-file, --tls-ca); embedded pools need none.
   proto::RpcCredentials credentials;
+  // The read lease the restores' lookups ask for, in real time (0: the master's default, 5 s).
+  // A lease keeps its chunks from eviction until it ends, and the replay runs emulated time
+  // tens of times faster than real time: a 5 s lease would pin every chunk restored in the
+  // last few emulated minutes, which a real deployment never sees (kvpool replay's default).
+  std::chrono::milliseconds read_lease{0};
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;

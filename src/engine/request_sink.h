@@ -1,0 +1,39 @@
+// RequestSink: what a trace driver (src/replay) feeds requests to — the emulated deployment,
+// or the capacity planner's model of its caches (replay/cache_model.h), so both see the same
+// lane semantics from one driver.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "connector/chunk_keys.h"
+#include "engine/model_geometry.h"
+#include "engine/request_record.h"
+
+namespace kvpool::engine {
+
+struct DeploymentRequest {
+  uint64_t session_id = 0;
+  std::vector<connector::TokenId> tokens;  // the prompt; REQUIRES: not empty
+  uint64_t output_tokens = 1;
+  bool counted = true;
+};
+
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  // Starts serving `request`; `on_done` gets its record when it finished or failed.
+  virtual void Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done) = 0;
+  virtual const ModelGeometry& geometry() const = 0;
+  virtual bool uses_pool() const = 0;
+  // A router's hints about a session whose latest prompt was `tokens` (issue 18): it waits and
+  // is expected back within `ttl` (its chunks are kept over others' until then), or it ended
+  // (first to evict).
+  virtual void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) = 0;
+  virtual void ReleaseSession(std::span<const connector::TokenId> tokens) = 0;
+};
+
+}  // namespace kvpool::engine
