@@ -40,7 +40,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run
 TSAN_SKIPS=(MasterServer StorageService Layouts/RestoreEngineTest Layouts/ShortLeaseRestoreTest
   Layouts/PartsRestoreTest OverGrpc/SaveEngineTest PrefixLookupTest PrefixLookupOverPartsTest
   ClientPartsTest Transports/ClientChecksumTest ClientAuthTest DeploymentTest FourServerTest
-  ReplayEndToEndTest ReadPaths/SsdPoolTest MetricsEndpoint)
+  ReplayEndToEndTest PlanAgainstReplayTest ReadPaths/SsdPoolTest MetricsEndpoint)
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_SANITIZE=thread -DKVPOOL_BENCH=OFF
 ninja -C build-tsan -j "$JOBS" >/dev/null
 for skip in "${TSAN_SKIPS[@]}"; do

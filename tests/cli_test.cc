@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "pool_cluster.h"
@@ -367,6 +368,46 @@ TEST(Cli, TraceInputsSkipWhatIsInvalidAndExit2WhenNothingIsUsable) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("8 traces, reuse ceiling 92.06%"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("errors          verification 0 · failed requests 0"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, PlanPrintsReuseBySizeWritesJsonAndAPlotAndRefusesBadSizes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kvpool-cli-plan-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string json = (dir / "plan.json").string(), svg = (dir / "plan.svg").string();
+  CliRun r = Kvpool({"plan", "--synth", "12", "--synth-turn-scale", "0.3", "--geometry", "tiny", "--sessions", "3",
+                     "--duration", "300", "--pool", "1.5M,0,256K", "--json", json, "--plot", svg});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("pool tokens"), std::string::npos) << r.output;
+  const nlohmann::json plan = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(plan["points"].size(), 3u) << plan.dump();
+  EXPECT_EQ(plan["points"][0]["pool_tokens"], 0);  // sorted; 0 is no pool
+  EXPECT_EQ(plan["points"][0]["pool_share"], 0.0);
+  EXPECT_EQ(plan["points"][2]["pool_tokens"], 1'500'000);
+  EXPECT_GT(plan["points"][2]["pool_share"].get<double>(), 0);
+  std::stringstream drawn;
+  drawn << std::ifstream(svg).rdbuf();
+  EXPECT_EQ(drawn.str().rfind("<svg", 0), 0u);
+  EXPECT_NE(drawn.str().find("ceiling"), std::string::npos);
+
+  // A trace folder as the positional argument.
+  r = Kvpool({"plan", std::string(KVPOOL_TRACE_TESTDATA) + "/weka-sample", "--geometry", "tiny",
+              "--prefill-cache-tokens", "250000", "--sessions", "2", "--duration", "300", "--pool", "1M"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 traces"), std::string::npos) << r.output;
+
+  r = Kvpool({"plan", "--synth", "4", "--pool", "12XB"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'12XB' is not a token count"), std::string::npos) << r.output;
+  r = Kvpool({"plan", "--synth", "4", "--pool", "1M", "--topology", "4x8-6p2d"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("one router group"), std::string::npos) << r.output;
+  r = Kvpool({"plan", "--synth", "4", "--geometry", "tiny", "--pool", "1M", "--duration", "60", "--json",
+              (dir / "no-such-folder" / "plan.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
+  r = Kvpool({"plan", "--pool", "1M"});  // no trace
+  EXPECT_NE(r.exit_code, 0) << r.output;
   std::filesystem::remove_all(dir);
 }
 

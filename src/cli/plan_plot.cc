@@ -54,11 +54,12 @@ std::string PlanPlotSvg(const std::vector<PlanPlotPoint>& points, double ceiling
                          y(p.*share), colour);
     }
     svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n"
-                       "<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n",
-                       path, colour, kLeft + 10, label_y, colour, label);
+                       "<text x=\"{}\" y=\"{}\" fill=\"{}\" text-anchor=\"end\">{}</text>\n",
+                       path, colour, kWidth - kRight - 10, label_y, colour, label);
   };
-  line(&PlanPlotPoint::reuse, "#1f77b4", "reuse (GPU cache + pool)", kTop + 16);
-  line(&PlanPlotPoint::pool_share, "#ff7f0e", "from the pool", kTop + 32);
+  // The legend in the bottom right corner: reuse only grows with the pool, so the lines are high there.
+  line(&PlanPlotPoint::reuse, "#1f77b4", "reuse (GPU cache + pool)", kHeight - kBottom - 30);
+  line(&PlanPlotPoint::pool_share, "#ff7f0e", "from the pool", kHeight - kBottom - 14);
   return svg + "</svg>\n";
 }
 

@@ -69,24 +69,15 @@ void CacheModel::Submit(engine::DeploymentRequest request, std::function<void(co
   gpu.Insert(keys, 0);
   if (uses_pool()) pool_.Insert(keys, gpu_hit + pool_hit);
 
-  // Its time alone: restore (stages in parallel), prefill (a lone micro-batch through every
-  // stage), handoff, then decode at the batch its decode instance has in flight.
+  // Its time alone: restore (stages in parallel), prefill, handoff, then decode at the batch
+  // its decode instance has in flight.
   const uint32_t stages = ns_.spec().num_stages();
   double restore_s = 0;
   for (uint32_t s = 0; s < stages && pool_hit > 0; ++s) {
     restore_s = std::max(restore_s, cost_.StageRestoreSeconds(s, r.pool_tokens));
   }
-  // Prefill in micro-batches of max_batched_tokens: the pipeline takes one per busiest-stage
-  // time, and the last goes through every stage after it.
-  const uint64_t batch_tokens = std::max<uint64_t>(1, options_.geometry.max_batched_tokens);
   double busiest_s = 0;
-  engine::PrefillSlice slice;
-  for (uint64_t start = r.input_tokens - r.computed_tokens; start < r.input_tokens; start += batch_tokens) {
-    slice = {start, std::min(r.input_tokens, start + batch_tokens)};
-    busiest_s += cost_.PrefillIterationSeconds({&slice, 1});
-  }
-  double prefill_s = busiest_s - cost_.PrefillIterationSeconds({&slice, 1});
-  for (uint32_t s = 0; s < stages; ++s) prefill_s += cost_.PrefillStageSeconds(s, {&slice, 1});
+  const double prefill_s = PrefillSeconds(r.input_tokens - r.computed_tokens, r.input_tokens, &busiest_s);
   prefill_busy_.emplace_back(r.arrival_s, busiest_s);
   const int decode = static_cast<int>(std::min_element(decode_context_.begin(), decode_context_.end()) -
                                       decode_context_.begin());
@@ -105,6 +96,21 @@ void CacheModel::Submit(engine::DeploymentRequest request, std::function<void(co
     decode_context_[r.decode_instance] -= r.input_tokens;
     on_done(r);
   });
+}
+
+double CacheModel::PrefillSeconds(uint64_t from, uint64_t to, double* busiest_s) const {
+  // Micro-batches of max_batched_tokens: the pipeline takes one per busiest-stage time, and the
+  // last goes through every stage after it. REQUIRES: from < to.
+  const uint64_t batch_tokens = std::max<uint64_t>(1, options_.geometry.max_batched_tokens);
+  engine::PrefillSlice slice;
+  *busiest_s = 0;
+  for (uint64_t start = from; start < to; start += batch_tokens) {
+    slice = {start, std::min(to, start + batch_tokens)};
+    *busiest_s += cost_.PrefillIterationSeconds({&slice, 1});
+  }
+  double seconds = *busiest_s - cost_.PrefillIterationSeconds({&slice, 1});
+  for (uint32_t s = 0; s < ns_.spec().num_stages(); ++s) seconds += cost_.PrefillStageSeconds(s, {&slice, 1});
+  return seconds;
 }
 
 double CacheModel::PrefillLoad(double from, double to) const {

@@ -57,6 +57,9 @@ class CacheModel final : public engine::RequestSink {
 
  private:
   CacheModel(CacheModelOptions options, connector::KvNamespace ns, engine::Simulation* sim);
+  // A lone request's prefill of tokens [from, to): its latency; `busiest_s` gets the pipeline
+  // time it takes from others (the busiest stage's, summed over its micro-batches).
+  double PrefillSeconds(uint64_t from, uint64_t to, double* busiest_s) const;
 
   const CacheModelOptions options_;
   const connector::KvNamespace ns_;
