@@ -52,7 +52,8 @@ class CacheModel final : public engine::RequestSink {
   uint64_t pool_evicted_chunks() const { return pool_.evicted(); }
   // The share of [from, to) the prefill instances would spend computing the requests that
   // arrived in it, at their pipelines' throughput (the busiest stage's time per micro-batch):
-  // near or above 1, prefill falls behind and the prediction is optimistic.
+  // above 1, prefill falls behind, and far above it the prediction is optimistic
+  // (docs/benchmarks.md, "Capacity planner").
   double PrefillLoad(double from, double to) const;
 
  private:

@@ -2,7 +2,7 @@
 // replay's own lane semantics (ReplayDriver: lanes, warm-up, subagents, the measurement
 // window) against CacheModel instead of the deployment, in emulated time with no KV bytes,
 // and summarizes the window as a replay does — so its reuse is the replay's figure, predicted
-// for a deployment that keeps up (cache_model.h), in about a second per size.
+// for a deployment that keeps up (cache_model.h), in a second or two per size.
 #pragma once
 
 #include <cstdint>
