@@ -24,6 +24,11 @@
 
 namespace kvpool::engine {
 
+// The longest prefix of an n-token prompt a cache may serve, in whole `block`s: at least one
+// token is always computed (it yields the first output token), so it stops at the last full
+// block before it. REQUIRES: n >= 1.
+inline uint64_t CacheablePrefix(uint64_t n, uint32_t block) { return (n - 1) / block * block; }
+
 using connector::BlockId;
 
 class GpuPrefixCache {

@@ -22,10 +22,6 @@ uint64_t StagingBytes(const connector::KvModelSpec& spec, uint32_t workers) {
   return std::max<uint64_t>(uint64_t{1} << 20, 4 * largest * workers);
 }
 
-// The longest prefix of an n-token prompt a cache may serve: at least one token is always
-// computed (it yields the first output token), so it stops at the last full block before it.
-uint64_t CacheablePrefix(uint64_t n, uint32_t block) { return (n - 1) / block * block; }
-
 }  // namespace
 
 PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "engine/gpu_prefix_cache.h"
+
 namespace kvpool::replay {
 
 Result<std::unique_ptr<CacheModel>> CacheModel::Create(CacheModelOptions options, engine::Simulation* sim) {
@@ -54,8 +56,8 @@ void CacheModel::Submit(engine::DeploymentRequest request, std::function<void(co
 
   const uint64_t chunk = ns_.spec().chunk_tokens;
   const std::vector<connector::ChunkKey> keys = connector::ChainChunkKeys(ns_, request.tokens);
-  // The cacheable prefix: every token but the last, which prefill computes for the first output.
-  const std::span<const connector::ChunkKey> cacheable(keys.data(), Chunks(r.input_tokens - 1, ns_));
+  const std::span<const connector::ChunkKey> cacheable(keys.data(),
+                                                       engine::CacheablePrefix(r.input_tokens, chunk) / chunk);
   const int prefill = router_.Route(r.session_id, prefill_candidates_, prefill_in_flight_);
   r.prefill_instance = prefill;
   ChunkLru& gpu = gpu_caches_[prefill];
