@@ -18,7 +18,9 @@ TARGETS=("$@")
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=/usr/bin/python3 \
+# Line tables (-g1) are all a crash report needs.
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DPython_EXECUTABLE=/usr/bin/python3 \
   -DCMAKE_C_COMPILER="$CLANG" -DCMAKE_CXX_COMPILER="${CLANG/clang/clang++}" -DKVPOOL_FUZZ=ON \
   -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_TESTS=OFF -DKVPOOL_BENCH=OFF >"$OUT/configure.log" 2>&1 \
   || { tail -20 "$OUT/configure.log"; exit 1; }

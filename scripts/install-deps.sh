@@ -11,7 +11,7 @@ build=(
   build-essential g++ cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev liburing-dev zlib1g-dev libssl-dev openssl
-  libcpp-httplib-dev
+  libcpp-httplib-dev libucx-dev
 )
 tests_and_benchmarks=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "transfer/socket_util.h"
 #include "transfer/wire_bytes.h"
 
 namespace kvpool::transfer {
@@ -23,46 +24,6 @@ void PutPrefix(uint8_t* out, uint32_t magic, uint16_t claim_length = 0) {
 
 bool HasPrefix(const uint8_t* in, uint32_t magic) {
   return GetField<uint32_t>(in, 0) == magic && in[4] == kAuthVersion && in[5] == 0;
-}
-
-// Waits until `fd` is ready for `events` or the deadline passes.
-bool WaitReady(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
-    if (n > 0) return true;
-    if (n == 0 || errno != EINTR) return false;
-  }
-}
-
-// Exactly `size` bytes, by the deadline; false when the peer closed, failed or was too slow.
-bool ReadExactly(int fd, uint8_t* out, size_t size, std::chrono::steady_clock::time_point deadline) {
-  size_t got = 0;
-  while (got < size) {
-    if (!WaitReady(fd, POLLIN, deadline)) return false;
-    const ssize_t n = ::recv(fd, out + got, size - got, MSG_DONTWAIT);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-    } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool WriteExactly(int fd, const uint8_t* in, size_t size, std::chrono::steady_clock::time_point deadline) {
-  size_t sent = 0;
-  while (sent < size) {
-    if (!WaitReady(fd, POLLOUT, deadline)) return false;
-    const ssize_t n = ::send(fd, in + sent, size - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace

@@ -29,6 +29,8 @@
 #include "transfer/socket_util.h"
 #include "transfer/tcp_frame.h"
 #include "transfer/tier_file_read.h"
+#include "transfer/ucx_key.h"
+#include "transfer/ucx_segments.h"
 #include "transfer/unique_fd.h"
 
 namespace kvpool::transfer {
@@ -48,6 +50,7 @@ struct SegmentEntry {
   UniqueFd flag_fd;  // the served-flag page handed to shm clients
   UniqueFd tier_fd;  // our dup of the store's SSD tier file; invalid => none
   void* flag_page = nullptr;
+  std::unique_ptr<UcxRegistration> ucx;  // null => not served over UCX; read inside `gate`
   AccessGate gate;
 
   ~SegmentEntry() {
@@ -56,6 +59,7 @@ struct SegmentEntry {
   void Retire() {
     if (flag_page != nullptr) ShmFlagSet(flag_page, segment.segment_id, false);
     gate.Close();
+    ucx.reset();  // with RDMA, remote access to the segment fails from here on
   }
   bool shm_capable() const { return memfd.valid() && flag_page != nullptr; }
 };
@@ -256,9 +260,14 @@ class ServerConnection final : public EventLoop::Handler,
     payload_done_ = 0;
     entry_ = table_->Find(h.segment_id);
     StatusCode code = StatusCode::kOk;
-    const uint64_t bound = !entry_ ? 0 : h.op == FrameOp::kReadTier ? entry_->segment.tier_size : entry_->segment.size;
+    const uint64_t bound = !entry_                      ? 0
+                           : h.op == FrameOp::kReadTier ? entry_->segment.tier_size
+                           : h.op == FrameOp::kUcxKey   ? kUcxKeyBytes
+                                                        : entry_->segment.size;
     if (!entry_) {
       code = StatusCode::kStale;
+    } else if (h.op == FrameOp::kUcxKey) {
+      code = UcxKeyReply();
     } else if (h.offset > bound || h.length > bound - h.offset) {
       code = StatusCode::kInvalidArgument;
     } else if (tenant_) {
@@ -281,14 +290,30 @@ class ServerConnection final : public EventLoop::Handler,
     }
   }
 
+  // The segment's UCX key (ucx_key.h) into reply_buffer_. Not for tenants: a one-sided
+  // access checks no grant.
+  StatusCode UcxKeyReply() {
+    if (request_.offset != 0 || request_.length != kUcxKeyBytes) return StatusCode::kInvalidArgument;
+    if (tenant_) {
+      spdlog::warn("segment server: refused UCX to tenant '{}' at {}: tenants use tcp, inside their grants",
+                   tenant_->name, peer_);
+      return StatusCode::kPermissionDenied;
+    }
+    AccessSection section(entry_->gate);
+    if (!section.entered()) return StatusCode::kStale;
+    if (!entry_->ucx) return StatusCode::kUnavailable;
+    reply_buffer_.assign(entry_->ucx->key_reply().begin(), entry_->ucx->key_reply().end());
+    return StatusCode::kOk;
+  }
+
   // A tier read's bytes come from the file into this connection's buffer, then go out from
   // there like a segment's. The read blocks this io loop for one frame's disk read (at most
   // kMaxFramePayload; a client's frames are tcp_chunk_bytes unless it hashes them as they land).
   StatusCode ReadFromTier() {
-    if (tier_buffer_.size() < request_.length) tier_buffer_.resize(request_.length);
+    if (reply_buffer_.size() < request_.length) reply_buffer_.resize(request_.length);
     AccessSection section(entry_->gate);
     if (!section.entered()) return StatusCode::kStale;
-    const Status read = ReadTierFile(entry_->tier_fd.get(), request_.offset, tier_buffer_.data(), request_.length,
+    const Status read = ReadTierFile(entry_->tier_fd.get(), request_.offset, reply_buffer_.data(), request_.length,
                                      nullptr);
     if (!read.ok()) {
       spdlog::warn("segment server: tier read for {} failed: {}", peer_, read.message());
@@ -366,9 +391,9 @@ class ServerConnection final : public EventLoop::Handler,
       iov[niov++] = {response_ + response_sent_, ResponseHeader::kSize - response_sent_};
     }
     bool entered = false;
-    if (response_payload_ > 0 && request_.op == FrameOp::kReadTier) {
+    if (response_payload_ > 0 && request_.op != FrameOp::kRead) {  // tier read or UCX key: our buffer
       const uint64_t done = response_sent_ > ResponseHeader::kSize ? response_sent_ - ResponseHeader::kSize : 0;
-      iov[niov++] = {tier_buffer_.data() + done, response_payload_ - done};
+      iov[niov++] = {reply_buffer_.data() + done, response_payload_ - done};
     } else if (response_payload_ > 0) {
       entered = entry_->gate.Enter();
       if (!entered) {
@@ -461,7 +486,8 @@ class ServerConnection final : public EventLoop::Handler,
   uint8_t response_[ResponseHeader::kSize] = {};
   uint64_t response_payload_ = 0;
   uint64_t response_sent_ = 0;
-  std::vector<char> tier_buffer_;  // the tier read being answered (grown to the largest asked)
+  // What a tier read or UCX key request is answered from (grown to the largest asked).
+  std::vector<char> reply_buffer_;
 };
 
 struct ServerLoop {
@@ -524,6 +550,12 @@ class SegmentServerImpl final : public SegmentServer {
   ~SegmentServerImpl() override { Stop(); }
 
   Status Init() {
+    if (options_.ucx.enabled) {
+      auto ucx = UcxSegments::Start(options_.ucx);
+      if (!ucx.ok()) return ucx.status();
+      ucx_ = std::move(ucx.value());
+      spdlog::info("segment server: serving UCX: {}", ucx_->Describe());
+    }
     KVPOOL_RETURN_IF_ERROR(StartTcp());
     if (!options_.shm_socket_path.empty()) KVPOOL_RETURN_IF_ERROR(StartShm());
     return Status::Ok();
@@ -531,6 +563,7 @@ class SegmentServerImpl final : public SegmentServer {
 
   std::string tcp_address() const override { return tcp_address_; }
   std::string shm_socket_path() const override { return options_.shm_socket_path; }
+  std::string ucx_description() const override { return ucx_ ? ucx_->Describe() : ""; }
 
   void Serve(const ServedSegment& segment) override {
     auto entry = std::make_shared<SegmentEntry>();
@@ -542,6 +575,15 @@ class SegmentServerImpl final : public SegmentServer {
     }
     if (!entry->tier_fd.valid()) entry->segment.tier_size = 0;
     if (segment.memfd >= 0 && !options_.shm_socket_path.empty()) PrepareShm(*entry);
+    if (ucx_) {
+      auto registered = ucx_->Register(segment.base, segment.size);
+      if (registered.ok()) {
+        entry->ucx = std::move(registered.value());
+      } else {
+        spdlog::warn("segment server: segment {} served without UCX: {}", segment.segment_id,
+                     registered.status().message());
+      }
+    }
     if (auto replaced = table_->Put(entry)) replaced->Retire();
   }
 
@@ -694,6 +736,8 @@ class SegmentServerImpl final : public SegmentServer {
   }
 
   const SegmentServerOptions options_;
+  // Before the table: registrations (held by entries) are dropped in Stop(), before it goes.
+  std::unique_ptr<UcxSegments> ucx_;
   const std::shared_ptr<SegmentTable> table_;
   const std::shared_ptr<const SharedSecret> secret_;  // null: no proof asked
   std::atomic<bool> stopped_{false};

@@ -15,6 +15,7 @@
 
 #include "common/shared_secret.h"
 #include "common/status.h"
+#include "transfer/transfer_engine.h"  // UcxSettings
 
 namespace kvpool::transfer {
 
@@ -41,6 +42,9 @@ struct SegmentServerOptions {
   // first request (auth_handshake.h), and a same-host client must run as this process's user
   // (or root). None: anyone who reaches the sockets is served.
   std::optional<SharedSecret> secret;
+  // Also serve the segments over UCX, one-sided (ucx_segments.h): Start fails, saying why,
+  // when UCX cannot start. Tenants are refused it (no grant is checked on a one-sided access).
+  UcxSettings ucx;
 };
 
 class SegmentServer {
@@ -51,6 +55,8 @@ class SegmentServer {
   // "host:port" actually bound (the port filled in when 0 was asked).
   virtual std::string tcp_address() const = 0;
   virtual std::string shm_socket_path() const = 0;
+  // "ucx (UCX 1.13.1, no CUDA memory)" when it serves UCX, else "".
+  virtual std::string ucx_description() const = 0;
 
   // Starts serving a segment (or replaces the one with the same id).
   virtual void Serve(const ServedSegment& segment) = 0;

@@ -5,7 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -62,6 +64,65 @@ void SetTcpDataOptions(int fd, int send_buffer_bytes, int receive_buffer_bytes) 
   if (receive_buffer_bytes > 0) {
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof(receive_buffer_bytes));
   }
+}
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+bool WaitReady(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+// Exactly `size` bytes, by the deadline; false when the peer closed, failed or was too slow.
+bool ReadExactly(int fd, uint8_t* out, size_t size, std::chrono::steady_clock::time_point deadline) {
+  size_t got = 0;
+  while (got < size) {
+    if (!WaitReady(fd, POLLIN, deadline)) return false;
+    const ssize_t n = ::recv(fd, out + got, size - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool WriteExactly(int fd, const uint8_t* in, size_t size, std::chrono::steady_clock::time_point deadline) {
+  size_t sent = 0;
+  while (sent < size) {
+    if (!WaitReady(fd, POLLOUT, deadline)) return false;
+    const ssize_t n = ::send(fd, in + sent, size - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<UniqueFd> ConnectTcp(std::string_view address, std::chrono::steady_clock::time_point deadline) {
+  auto resolved = ResolveTcpAddress(address);
+  if (!resolved.ok()) return resolved.status();
+  UniqueFd fd(::socket(resolved->storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus(StatusCode::kUnavailable, "socket", errno);
+  if (::connect(fd.get(), resolved->get(), resolved->length) != 0) {
+    if (errno != EINPROGRESS) return ErrnoStatus(StatusCode::kUnavailable, fmt::format("connect {}", address), errno);
+    if (!WaitReady(fd.get(), POLLOUT, deadline)) {
+      return Unavailable(fmt::format("connect {}: no answer in time", address));
+    }
+    int err = 0;
+    socklen_t length = sizeof(err);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &length);
+    if (err != 0) return ErrnoStatus(StatusCode::kUnavailable, fmt::format("connect {}", address), err);
+  }
+  SetTcpDataOptions(fd.get(), 0, 0);
+  return fd;
 }
 
 Status ErrnoStatus(StatusCode code, std::string_view context, int err) {

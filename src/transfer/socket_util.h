@@ -32,6 +32,14 @@ Status SetNonBlocking(int fd);
 // TCP_NODELAY; SO_SNDBUF / SO_RCVBUF when the size is > 0 (0 leaves the kernel's autotuning).
 void SetTcpDataOptions(int fd, int send_buffer_bytes, int receive_buffer_bytes);
 
+// Waits until `fd` is ready for `events` (poll bits) or the deadline passes.
+bool WaitReady(int fd, short events, std::chrono::steady_clock::time_point deadline);
+// Exactly `size` bytes, by the deadline; false when the peer closed, failed or was too slow.
+bool ReadExactly(int fd, uint8_t* out, size_t size, std::chrono::steady_clock::time_point deadline);
+bool WriteExactly(int fd, const uint8_t* in, size_t size, std::chrono::steady_clock::time_point deadline);
+// A non-blocking socket connected to "host:port" by the deadline (a control exchange's).
+Result<UniqueFd> ConnectTcp(std::string_view address, std::chrono::steady_clock::time_point deadline);
+
 // Status from errno with a short context: "connect 10.0.0.1:80: Connection refused".
 Status ErrnoStatus(StatusCode code, std::string_view context, int err);
 

@@ -10,7 +10,7 @@ namespace {
 Status CheckPrefix(const uint8_t* in, FrameOp* op) {
   if (GetField<uint32_t>(in, 0) != kFrameMagic) return InvalidArgument("bad frame magic");
   if (in[4] != kFrameVersion) return InvalidArgument(fmt::format("unsupported frame version {}", in[4]));
-  if (in[5] < static_cast<uint8_t>(FrameOp::kRead) || in[5] > static_cast<uint8_t>(FrameOp::kReadTier)) {
+  if (in[5] < static_cast<uint8_t>(FrameOp::kRead) || in[5] > static_cast<uint8_t>(FrameOp::kUcxKey)) {
     return InvalidArgument(fmt::format("unknown frame op {}", in[5]));
   }
   *op = static_cast<FrameOp>(in[5]);

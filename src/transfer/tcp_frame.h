@@ -16,8 +16,9 @@ inline constexpr uint8_t kFrameVersion = 2;  // 2: requests carry a grant
 inline constexpr uint64_t kMaxFramePayload = uint64_t{64} << 20;
 
 // kReadTier: a read of the segment's store's SSD tier file (offset into the file), answered
-// like a read.
-enum class FrameOp : uint8_t { kRead = 1, kWrite = 2, kReadTier = 3 };
+// like a read. kUcxKey: asks for what reaching the segment over UCX takes (ucx_key.h),
+// answered like a read of kUcxKeyBytes at offset 0 by a store that serves UCX.
+enum class FrameOp : uint8_t { kRead = 1, kWrite = 2, kReadTier = 3, kUcxKey = 4 };
 // Whether an OK response to `op` carries the request's bytes.
 inline bool IsRead(FrameOp op) { return op != FrameOp::kWrite; }
 

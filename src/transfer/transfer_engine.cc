@@ -14,6 +14,7 @@
 #include "transfer/shm_transport.h"
 #include "transfer/tcp_transport.h"
 #include "transfer/transport.h"
+#include "transfer/ucx_transport.h"
 
 namespace kvpool::transfer {
 namespace {
@@ -48,12 +49,22 @@ struct TransferEngine::Impl {
   };
 
   explicit Impl(const TransferOptions& o)
-      : options(o), host_id(LocalHostId()), shm(o), tcp(o) {}
+      : options(o), host_id(LocalHostId()), shm(o), tcp(o) {
+    if (!o.ucx.enabled) return;
+    auto started = UcxTransport::Start(o, &tcp);
+    if (started.ok()) {
+      ucx = std::move(started.value());
+      spdlog::info("transfer: stores that serve UCX are reached over it: {}", ucx->Describe());
+    } else {
+      spdlog::warn("transfer: UCX is off, stores are reached over tcp: {}", started.status().message());
+    }
+  }
 
   const TransferOptions options;
   const std::string host_id;
   ShmTransport shm;
   TcpTransport tcp;
+  std::unique_ptr<UcxTransport> ucx;  // null unless options.ucx.enabled and UCX started
   TransferMetrics metrics;
 
   // Declared after the transports: channels die before the io threads they use.
@@ -89,7 +100,9 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->routes.find(endpoint.segment_id);
-    if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint)) return Status::Ok();
+    if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint) && !it->second.channel->broken()) {
+      return Status::Ok();
+    }
   }
   std::shared_ptr<SegmentChannel> channel;
   // A tenant never maps a segment: the whole segment, every namespace's bytes, would be its
@@ -102,6 +115,15 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     } else {
       spdlog::info("transfer: segment {} via tcp: shm unavailable ({})", endpoint.segment_id,
                    shm.status().ToString());
+    }
+  }
+  if (!channel && impl_->ucx && !tenant) {
+    auto ucx = impl_->ucx->Open(endpoint);
+    if (ucx.ok()) {
+      channel = std::move(ucx.value());
+    } else {
+      spdlog::info("transfer: segment {} via tcp: ucx unavailable ({})", endpoint.segment_id,
+                   ucx.status().ToString());
     }
   }
   if (!channel) {

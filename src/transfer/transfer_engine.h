@@ -65,6 +65,17 @@ struct TransferRequest {
 // The longest read a transport hashes as it lands (tcp sends such a read as one frame).
 inline constexpr uint64_t kMaxHashedReadBytes = uint64_t{64} << 20;
 
+// UCX (ucx_transport.h, README.md "UCX"): a store serves it and a client uses it only when
+// enabled, in a build with -DKVPOOL_UCX=ON (UcxBuilt()). Empty strings leave what the
+// environment (UCX_TLS, UCX_NET_DEVICES) or UCX's defaults say.
+struct UcxSettings {
+  bool enabled = false;
+  std::string transports;  // UCX_TLS: "rc,sm", "tcp", "sm", ...
+  std::string devices;     // UCX_NET_DEVICES: "mlx5_0:1", "eth1", "lo", ...
+};
+// Whether this build has UCX.
+bool UcxBuilt();
+
 struct TransferOptions {
   // Threads that copy one large shm batch, counting the submitting thread (so 2 = the caller
   // plus one pool helper). Batches under 256 KiB are copied by the caller alone.
@@ -89,6 +100,8 @@ struct TransferOptions {
   // The pool's secret (--auth-file): proven to every store at connection set-up, and only
   // stores that ask for it are used (auth_handshake.h). None: stores that ask refuse us.
   std::optional<SharedSecret> secret;
+  // Reach stores on other hosts that serve UCX over it, one-sided (ucx_transport.h).
+  UcxSettings ucx;
 };
 
 // Identifies this host: same string on every process of one machine and network namespace
@@ -157,10 +170,11 @@ class TransferEngine {
   Status UnregisterMemory(void* addr);
 
   // Records how to reach a segment and picks its transport: shm when allowed, the endpoint is
-  // on this host and its store's unix socket hands over the segment; otherwise tcp (fails only
-  // if there is no usable tcp address). Control path: may block up to connect_timeout.
-  // Idempotent; an endpoint change for the same id replaces it (in-flight work finishes on
-  // the old route).
+  // on this host and its store's unix socket hands over the segment; else ucx when enabled
+  // and the store serves it; otherwise tcp (fails only if there is no usable tcp address).
+  // Control path: may block up to connect_timeout (twice with ucx). Idempotent; an endpoint
+  // change for the same id, or a route that fell back for good (a ucx endpoint that failed),
+  // opens it afresh (in-flight work finishes on the old route).
   Status OpenSegment(const SegmentEndpoint& endpoint);
   // Forgets a segment (its store went away); later requests naming it fail with STALE.
   void CloseSegment(uint64_t segment_id);
@@ -183,7 +197,8 @@ class TransferEngine {
   // while the object's lease holds and mapping->served() stays true: check both after use.
   Result<MappedRange> MapForRead(uint64_t segment_id, uint64_t offset, uint64_t length);
 
-  // Which transport a segment currently uses ("shm", "tcp"; "" if not open); for stats and tests.
+  // Which transport a segment currently uses ("shm", "ucx", "tcp"; "" if not open); for stats
+  // and tests. A ucx route whose endpoint failed says "ucx" but moves its bytes over tcp.
   std::string TransportFor(uint64_t segment_id) const;
   // Every valid request submitted so far, by size (atomics: read any time).
   const TransferMetrics& metrics() const;

@@ -37,6 +37,9 @@ class SegmentChannel {
   virtual std::shared_ptr<const SegmentMapping> Mapping() { return nullptr; }
   virtual ~SegmentChannel() = default;
   virtual std::string_view transport_name() const = 0;
+  // True once the channel fell back to a lesser route for good (ucx whose endpoint failed):
+  // OpenSegment then opens the segment afresh instead of keeping it.
+  virtual bool broken() const { return false; }
   // Bytes addressable in the segment (0 = unknown here; the far side checks bounds).
   virtual uint64_t size() const = 0;
   // Starts the ops. Each op's parts complete through batch->FinishPart exactly once, possibly
