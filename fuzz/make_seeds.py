@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the targets whose inputs are binary records (master_request_fuzz,
-shm_reply_fuzz, handoff_piece_fuzz, auth_handshake_fuzz, tcp_frame_fuzz) and http_endpoint_fuzz's
+shm_reply_fuzz, handoff_piece_fuzz, auth_handshake_fuzz, tcp_frame_fuzz, ucx_key_fuzz) and http_endpoint_fuzz's
 requests into fuzz/corpus/<target>/.
 Each seed is a small valid input in the layout its target's header comment describes.
 Deterministic: rerunning it rewrites the same bytes.  usage: fuzz/make_seeds.py"""
@@ -196,6 +196,17 @@ def response(op, status, rid, length):
 
 write("tcp_frame_fuzz", "read", request(1, 7, 3, 4096, 65536, bytes(40)) + response(1, 0, 7, 65536))
 write("tcp_frame_fuzz", "write", request(2, 8, 3, 0, 100, bytes(40)) + response(2, 0, 8, 0))
+write("tcp_frame_fuzz", "ucx_key", request(4, 11, 3, 0, 4096, bytes(40)) + response(4, 0, 11, 4096))
 write("tcp_frame_fuzz", "tier_read", request(3, 10, 3, 4096, 8192, bytes(40)) + response(3, 0, 10, 8192))
 write("tcp_frame_fuzz", "granted_read",
       request(1, 9, 3, 8192, 4096, grant(1, 3, 4096, 65536, 1_800_000_001_000)) + response(1, 13, 9, 0))
+
+
+# ucx_key_fuzz: a store's UCX key reply (transfer/ucx_key.h), 4096 bytes
+def ucx_key(base, size, address, rkey):
+    body = struct.pack("<IB3xQQII", 0x5550564B, 1, base, size, len(address), len(rkey)) + address + rkey
+    return body + bytes(4096 - len(body))
+
+
+write("ucx_key_fuzz", "tcp_key", ucx_key(0x7F0000001000, 64 << 20, bytes(range(79)), bytes(range(10))))
+write("ucx_key_fuzz", "long_address", ucx_key(0x1000, 4096, bytes(3000), bytes(1000)))

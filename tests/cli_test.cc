@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "pool_cluster.h"
+#include "transfer/transfer_engine.h"
 
 namespace kvpool::testing {
 namespace {
@@ -108,6 +109,54 @@ TEST(Cli, PutGetStatThroughFiles) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   r = Kvpool({"exists", "files/a", "--master", master});
   EXPECT_EQ(r.exit_code, 1);
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+// --transport ucx (UCX's tcp on loopback): a store that serves UCX is read and written one-sided
+// by clients on other hosts that ask for it (stat says so), over tcp by the rest; asking for
+// UCX's settings without UCX is refused with the reason.
+TEST(Cli, AStoreServingUcxIsReachedOverItByClientsThatAsk) {
+  const std::vector<std::string> ucx = {"--transport", "ucx", "--ucx-tls", "tcp", "--ucx-devices", "lo"};
+  CliRun r = Kvpool({"stat", "--master", "127.0.0.1:1", "--ucx-tls", "tcp"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("need --transport ucx"), std::string::npos) << r.output;
+  if (!transfer::UcxBuilt()) GTEST_SKIP() << "built without UCX";
+  PoolCluster cluster({.stores = 1, .store_flags = ucx});
+  ASSERT_TRUE(cluster.ConnectWhenReady(1)) << cluster.Logs();
+  ::setenv("KVPOOL_HOST_ID", "another-host", 1);  // the CLI's clients: another host than the store's
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in = dir / ("kvpool-cli-ucx-in-" + std::to_string(getpid()));
+  const std::string out = dir / ("kvpool-cli-ucx-out-" + std::to_string(getpid()));
+  std::string data(5 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2654435761u >> 11);
+  std::ofstream(in, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+  auto with = [&](std::vector<std::string> args, bool over_ucx) {
+    args.insert(args.end(), {"--master", cluster.master_address()});
+    if (over_ucx) args.insert(args.end(), ucx.begin(), ucx.end());
+    return Kvpool(args);
+  };
+  auto expect_value = [&](const std::string& key, bool over_ucx) {
+    CliRun got = with({"get", key, out}, over_ucx);
+    ASSERT_EQ(got.exit_code, 0) << got.output;
+    std::ifstream back(out, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(back)), {}), data) << key;
+  };
+  r = with({"put", "written-over-ucx", in}, true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = with({"put", "written-over-tcp", in}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (bool over_ucx : {true, false}) {
+    SCOPED_TRACE(over_ucx ? "ucx" : "tcp");
+    expect_value("written-over-ucx", over_ucx);
+    expect_value("written-over-tcp", over_ucx);
+    r = with({"stat", "--json"}, over_ucx);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    EXPECT_EQ(j["segments"][0]["transport"], over_ucx ? "ucx" : "tcp") << r.output;
+  }
+  ::unsetenv("KVPOOL_HOST_ID");
+  EXPECT_NE(cluster.Logs().find("serving UCX"), std::string::npos) << cluster.Logs();
   std::filesystem::remove(in);
   std::filesystem::remove(out);
 }

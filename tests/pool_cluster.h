@@ -37,6 +37,7 @@ struct ClusterOptions {
   std::string store_ssd_size;  // each store an SSD tier of this size (kvpool store --ssd); "": none
   std::string store_ssd_max_object = "256KiB";
   std::vector<std::string> master_flags;  // more flags for `kvpool master`
+  std::vector<std::string> store_flags;   // more flags for each `kvpool store`
 };
 
 class PoolCluster {
@@ -118,6 +119,7 @@ class PoolCluster {
       args.insert(args.end(), {"--ssd", (dir_ / (name + ".ssd")).string(), "--ssd-size", options_.store_ssd_size,
                                "--ssd-max-object", options_.store_ssd_max_object});
     }
+    args.insert(args.end(), options_.store_flags.begin(), options_.store_flags.end());
     return std::make_unique<ChildProcess>(
         WithAuthFile(std::move(args)), (dir_ / (name + "-" + std::to_string(store_starts_++) + ".log")).string());
   }

@@ -149,6 +149,12 @@ int RunBench(const BenchOptions& o) {
     return 2;
   }
   copts.credentials = *std::move(credentials);
+  auto ucx = TransportSettings(o.pool);
+  if (!ucx.ok()) {
+    fmt::print(stderr, "kvpool bench: {}\n", ucx.status().ToString());
+    return 2;
+  }
+  copts.transfer.ucx = *ucx;
   copts.transfer.allow_shm = !o.no_shm;
   copts.transfer.shm_copy_threads = o.copy_threads;
   // Short leases: a repetition's objects are removed right after they are read, and a removed

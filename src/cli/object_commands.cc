@@ -52,6 +52,13 @@ std::unique_ptr<client::Client> ConnectOrReport(bool degraded_ok = false) {
     return nullptr;
   }
   options.credentials = *std::move(credentials);
+  auto ucx = TransportSettings(Common().pool);
+  if (!ucx.ok()) {
+    fmt::print(stderr, "kvpool: {}\n", ucx.status().ToString());
+    ExitCode() = 2;
+    return nullptr;
+  }
+  options.transfer.ucx = *ucx;
   options.rpc_timeout = std::chrono::milliseconds(Common().timeout_ms);
   options.transfer_timeout = std::chrono::milliseconds(Common().timeout_ms);
   auto c = client::Client::Connect(options);
@@ -183,7 +190,7 @@ void AddObjectCommands(CLI::App& app) {
                                  {"host_id", seg.host_id}, {"tcp_address", seg.tcp_address}, {"size", seg.size},
                                  {"used_bytes", seg.used_bytes}, {"objects", seg.objects},
                                  {"ssd_capacity_bytes", seg.ssd_capacity_bytes}, {"ssd_used_bytes", seg.ssd_used_bytes},
-                                 {"ssd_objects", seg.ssd_objects}});
+                                 {"ssd_objects", seg.ssd_objects}, {"transport", seg.transport}});
       }
       fmt::print("{}\n", j.dump(2));
       return;
@@ -203,9 +210,9 @@ void AddObjectCommands(CLI::App& app) {
       }
       for (const auto& seg : s->segments) {
         if (seg.part != part.part) continue;
-        fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {}\n", seg.id,
+        fmt::print("  segment {:>4}  {:>10} / {:<10} {:>8} objects  store {} at {} via {}\n", seg.id,
                    FormatByteSize(seg.used_bytes), FormatByteSize(seg.size), seg.objects, seg.store_id,
-                   seg.tcp_address);
+                   seg.tcp_address, seg.transport.empty() ? "nothing (cannot open)" : seg.transport);
         if (seg.ssd_capacity_bytes > 0) {
           fmt::print("        ssd  {:>10} / {:<10} {:>8} objects\n", FormatByteSize(seg.ssd_used_bytes),
                      FormatByteSize(seg.ssd_capacity_bytes), seg.ssd_objects);

@@ -28,6 +28,26 @@ void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_hel
   cmd->add_option("--stage-parts", flags.stage_parts,
                   "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
   AddClientSecurityFlags(cmd, flags.security);
+  cmd->add_option_function<std::string>(
+         "--transport", [&flags](const std::string& t) { flags.ucx.enabled = t == "ucx"; },
+         "tcp, or ucx: one-sided over UCX (RDMA where it finds it) between clients and stores on other hosts; "
+         "a store serves it besides tcp, a client uses it with the stores that serve it (default tcp)")
+      ->check(CLI::IsMember({"tcp", "ucx"}));
+  cmd->add_option("--ucx-tls", flags.ucx.transports,
+                  "with --transport ucx: UCX_TLS, e.g. rc,sm or tcp (default: the environment's, else UCX's choice)");
+  cmd->add_option("--ucx-devices", flags.ucx.devices,
+                  "with --transport ucx: UCX_NET_DEVICES, e.g. mlx5_0:1 or eth1 (default: the environment's, else all)");
+}
+
+Result<transfer::UcxSettings> TransportSettings(const PoolFlags& flags) {
+  if (flags.ucx.enabled && !transfer::UcxBuilt()) {
+    return InvalidArgument("--transport ucx: this kvpool was built without UCX (install libucx-dev and build "
+                           "with -DKVPOOL_UCX=ON)");
+  }
+  if (!flags.ucx.enabled && (!flags.ucx.transports.empty() || !flags.ucx.devices.empty())) {
+    return InvalidArgument("--ucx-tls and --ucx-devices need --transport ucx");
+  }
+  return flags.ucx;
 }
 
 Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags) {

@@ -7,6 +7,11 @@
 //   --stage-parts 0,1,...    which part holds each pipeline stage (default: stage mod N)
 // At most one of --master / --pool / --pool-file / --etcd; flags win over the environment.
 // And the credentials to bring (security_flags.h): --auth-file, --tls-ca.
+// And how to reach stores on other hosts (transfer/transfer_engine.h, UcxSettings):
+//   --transport tcp|ucx      ucx: one-sided over UCX (RDMA where it finds it) to stores that
+//                            serve it (a store given --transport ucx), tcp to the rest
+//   --ucx-tls LIST           UCX_TLS for it (default: the environment's, else UCX's choice)
+//   --ucx-devices LIST       UCX_NET_DEVICES for it
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +22,7 @@
 #include "cli/security_flags.h"
 #include "client/pool_parts.h"
 #include "common/status.h"
+#include "transfer/transfer_engine.h"
 
 namespace kvpool::cli {
 
@@ -24,6 +30,7 @@ struct PoolFlags {
   std::string master, pool, pool_file, stage_parts, etcd;
   uint32_t parts = 0;  // with --etcd; 0 = not given
   SecurityFlags security;
+  transfer::UcxSettings ucx;
 };
 
 // `master_help` describes --master for this subcommand.
@@ -32,6 +39,10 @@ void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_hel
 // The pool the flags (or else the environment) name; nullopt when they name none.
 // INVALID_ARGUMENT/NOT_FOUND for a malformed list, an unreadable file, or two of the flags.
 Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags);
+// The UCX settings the flags ask for; INVALID_ARGUMENT when they ask for UCX in a build
+// without it.
+Result<transfer::UcxSettings> TransportSettings(const PoolFlags& flags);
+
 // The same, with 127.0.0.1:50051 (`kvpool serve`'s default) when nothing names a pool.
 Result<client::PoolParts> ResolvePoolOrLocal(const PoolFlags& flags);
 

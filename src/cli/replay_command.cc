@@ -196,6 +196,11 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: {}\n", credentials.status().ToString());
     return 2;
   }
+  const auto ucx = TransportSettings(f.pool);
+  if (!ucx.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", ucx.status().ToString());
+    return 2;
+  }
   // The arms of one load point: the pool (one per scope) and the GPU cache alone.
   struct Arm {
     bool use_pool;
@@ -278,6 +283,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.pool = arm.scope == "split" ? std::nullopt : *pool;
       if (arm.scope == "split") o.server_pools = server_pools;
       o.credentials = *credentials;
+      o.ucx = *ucx;
       o.open_loop = open_loop;
       o.replay.rate_scale = f.rate_scale;
       o.replay.arrival_rate = rate;

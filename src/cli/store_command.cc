@@ -93,6 +93,13 @@ void AddStoreCommand(CLI::App& app) {
       return;
     }
     options.credentials = *std::move(credentials);
+    auto ucx = TransportSettings(pool_flags);
+    if (!ucx.ok()) {
+      spdlog::error("kvpool store: {}", ucx.status().ToString());
+      ExitCode() = 2;
+      return;
+    }
+    options.ucx = *ucx;
     options.etcd = (*pool)->etcd;
     if (options.etcd.empty()) options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
     auto service = store::StorageService::Start(options);

@@ -69,7 +69,6 @@ struct Client::Impl {
   std::atomic<uint64_t> checksum_mismatches{0};
 
   std::mutex segments_mu;
-  std::unordered_map<uint64_t, transfer::SegmentEndpoint> segments;  // by engine id: what the engine was told
 
   HelperPool checksum_pool;
 
@@ -173,7 +172,9 @@ struct Client::Impl {
     return KeyResults(calls, keys, "BatchRetain");
   }
 
-  // Tells the engine about a part's segments it has not seen, or whose endpoint changed.
+  // Tells the engine about a part's segments (it keeps what it knows, and reopens a segment
+  // whose endpoint changed or whose route fell back: transfer_engine.h). Serialized, so two
+  // lookups never open the same new segment twice.
   void OpenSegments(uint32_t part, const google::protobuf::RepeatedPtrField<proto::SegmentEndpoint>& endpoints) {
     std::lock_guard lock(segments_mu);
     for (const auto& p : endpoints) {
@@ -181,12 +182,8 @@ struct Client::Impl {
       transfer::SegmentEndpoint e = ToEndpoint(p);
       e.segment_id = EngineSegmentId(part, p.segment_id());
       e.store_segment_id = p.segment_id();
-      auto it = segments.find(e.segment_id);
-      if (it != segments.end() && it->second.tcp_address == e.tcp_address &&
-          it->second.shm_socket == e.shm_socket && it->second.size == e.size &&
-          it->second.store_segment_id == e.store_segment_id)
-        continue;
-      if (engine.OpenSegment(e).ok()) segments[e.segment_id] = e;
+      Status opened = engine.OpenSegment(e);
+      (void)opened;  // its requests fail STALE, naming why, until a later reply opens it
     }
   }
 
@@ -669,10 +666,15 @@ Result<PoolStats> Client::Stat() {
     part.misses = r.misses();
     part.term = r.term();
     s.Add(part);
+    // Opened here too, so the stat says how this client reaches each segment.
+    google::protobuf::RepeatedPtrField<proto::SegmentEndpoint> endpoints;
+    for (const auto& seg : r.segments()) *endpoints.Add() = seg.segment();
+    impl_->OpenSegments(c.part, endpoints);
     for (const auto& seg : r.segments()) {
       s.segments.push_back({c.part, seg.segment().segment_id(), seg.segment().store_id(), seg.segment().host_id(),
                             seg.segment().tcp_address(), seg.segment().size(), seg.used_bytes(), seg.objects(),
-                            seg.segment().ssd_capacity_bytes(), seg.ssd_used_bytes(), seg.ssd_objects()});
+                            seg.segment().ssd_capacity_bytes(), seg.ssd_used_bytes(), seg.ssd_objects(),
+                            impl_->engine.TransportFor(EngineSegmentId(c.part, seg.segment().segment_id()))});
     }
     s.parts.push_back(std::move(part));
   }

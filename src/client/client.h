@@ -140,6 +140,7 @@ struct PoolStats : PoolCounters {
     std::string store_id, host_id, tcp_address;
     uint64_t size = 0, used_bytes = 0, objects = 0;
     uint64_t ssd_capacity_bytes = 0, ssd_used_bytes = 0, ssd_objects = 0;  // its store's SSD tier (0: none)
+    std::string transport;  // how this client reaches it: "shm", "ucx", "tcp" ("" if it cannot)
   };
   std::vector<Segment> segments;
   std::vector<PartStats> parts;  // one per part, in part order

@@ -68,10 +68,12 @@ std::optional<PoolCounters> PoolConnection::counters() const {
 
 Result<std::unique_ptr<PoolConnection>> PoolConnection::Connect(const client::PoolParts& pool,
                                                                proto::RpcCredentials credentials,
-                                                               std::chrono::milliseconds read_lease) {
+                                                               std::chrono::milliseconds read_lease,
+                                                               const transfer::UcxSettings& ucx) {
   std::unique_ptr<PoolConnection> p(new PoolConnection());
   client::ClientOptions co;
   co.pool = pool;
+  co.transfer.ucx = ucx;
   co.credentials = std::move(credentials);
   co.lease = read_lease;
   auto client = client::Client::Connect(co);

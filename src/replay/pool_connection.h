@@ -38,7 +38,8 @@ class PoolConnection {
                                                                std::chrono::milliseconds read_lease = {});
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
                                                          proto::RpcCredentials credentials = {},
-                                                         std::chrono::milliseconds read_lease = {});
+                                                         std::chrono::milliseconds read_lease = {},
+                                                         const transfer::UcxSettings& ucx = {});
   ~PoolConnection();
   PoolConnection(const PoolConnection&) = delete;
   PoolConnection& operator=(const PoolConnection&) = delete;

@@ -99,8 +99,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     const uint64_t server_bytes = topology.pool_tokens_per_server(options.geometry) * options.geometry.bytes_per_token();
     for (int k = 0; k < (split ? topology.servers : 1); ++k) {
       auto p = split && !options.server_pools.empty()
-                   ? PoolConnection::Connect(options.server_pools[k], options.credentials, options.read_lease)
-               : options.pool ? PoolConnection::Connect(*options.pool, options.credentials, options.read_lease)
+                   ? PoolConnection::Connect(options.server_pools[k], options.credentials, options.read_lease, options.ucx)
+               : options.pool ? PoolConnection::Connect(*options.pool, options.credentials, options.read_lease, options.ucx)
                               : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers,
                                                               parts,
                                                               EmbeddedSsdFor(options, split ? 1 : topology.servers, parts),

@@ -13,6 +13,7 @@
 #include "engine/cost_model.h"
 #include "engine/model_geometry.h"
 #include "engine/topology.h"
+#include "transfer/transfer_engine.h"
 #include "proto/rpc_credentials.h"
 #include "replay/replay_driver.h"
 #include "replay/replay_metrics.h"
@@ -61,6 +62,8 @@ struct ReplayRunOptions {
   // tens of times faster than real time: a 5 s lease would pin every chunk restored in the
   // last few emulated minutes, which a real deployment never sees (kvpool replay's default).
   std::chrono::milliseconds read_lease{0};
+  // With a pool (not embedded): how its client reaches stores on other hosts (--transport).
+  transfer::UcxSettings ucx;
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
   int gpus = 0;

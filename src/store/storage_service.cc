@@ -144,6 +144,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
       fmt::format("{}/kvpool-{}.sock", options.shm_socket_dir, service->store_id_);
   server_options.io_threads = options.io_threads;
   server_options.secret = options.credentials.secret;
+  server_options.ucx = options.ucx;
   auto server = transfer::SegmentServer::Start(server_options);
   if (!server.ok()) {
     return Status(server.status().code(), fmt::format("cannot start the segment server: {}",

@@ -31,6 +31,7 @@
 
 #include "common/status.h"
 #include "etcd/store_registry.h"
+#include "transfer/transfer_engine.h"
 #include "proto/rpc_credentials.h"
 #include "store/mount_client.h"
 #include "store/segment_index.h"
@@ -65,6 +66,9 @@ struct StorageOptions {
   bool use_huge_pages = true;
   bool lock_memory = false;  // mlock the segment, best-effort
   int io_threads = 2;        // the SegmentServer's tcp threads
+  // Serve the segment over UCX too, one-sided (transfer/ucx_segments.h); clients given
+  // --transport ucx on other hosts then read and write it without this process's threads.
+  transfer::UcxSettings ucx;
   // Keep a copy of the segment's index (invariant 8). Without it the master answers puts
   // without waiting for this store, and a master restart or failover loses its objects.
   bool keep_index = true;

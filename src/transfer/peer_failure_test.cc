@@ -28,8 +28,8 @@ constexpr uint64_t kSize = 64 << 20;
 // transfer_test_server running in a child process.
 class ChildServer {
  public:
-  // port 0 picks a free one; address() tells which.
-  ChildServer(int port, uint64_t seed) {
+  // port 0 picks a free one; address() tells which. `ucx`: it serves UCX too (over tcp on lo).
+  ChildServer(int port, uint64_t seed, bool ucx = false) {
     int out[2];
     EXPECT_EQ(::pipe(out), 0);
     posix_spawn_file_actions_t actions;
@@ -39,7 +39,7 @@ class ChildServer {
     std::string port_arg = std::to_string(port), id = std::to_string(kSegment),
                 size = std::to_string(kSize), seed_arg = std::to_string(seed);
     const char* argv[] = {KVPOOL_TRANSFER_TEST_SERVER, port_arg.c_str(), id.c_str(), size.c_str(),
-                          seed_arg.c_str(), nullptr};
+                          seed_arg.c_str(), ucx ? "ucx" : nullptr, nullptr};
     EXPECT_EQ(::posix_spawn(&pid_, KVPOOL_TRANSFER_TEST_SERVER, &actions, nullptr,
                             const_cast<char**>(argv), environ),
               0);
@@ -47,9 +47,11 @@ class ChildServer {
     ::close(out[1]);
     FILE* in = ::fdopen(out[0], "r");
     char line[256] = {};
-    if (std::fgets(line, sizeof(line), in) != nullptr && std::strncmp(line, "READY ", 6) == 0) {
+    while (std::fgets(line, sizeof(line), in) != nullptr) {  // (log lines may come first)
+      if (std::strncmp(line, "READY ", 6) != 0) continue;
       address_ = std::string(line + 6);
       while (!address_.empty() && (address_.back() == '\n' || address_.back() == '\r')) address_.pop_back();
+      break;
     }
     std::fclose(in);
     EXPECT_FALSE(address_.empty()) << "child server did not start";
@@ -178,6 +180,88 @@ TEST(PeerFailureTest, NobodyListeningFailsWithUnavailable) {
   char byte;
   TransferRequest r{OpKind::kRead, &byte, kSegment, 0, 1};
   EXPECT_EQ(engine.Transfer({&r, 1}, Clock::now() + std::chrono::seconds(20)).code(), StatusCode::kUnavailable);
+}
+
+// Over UCX (its tcp on loopback): a store killed under a stream of one-sided reads fails them
+// (never a hang); the segment's later requests go over tcp to the store restarted on the same
+// address, and opening the segment again brings UCX back.
+TEST(UcxPeerFailureTest, AKilledStoreFailsInFlightReadsThenTcpAndAReopenServe) {
+  if (!UcxBuilt()) GTEST_SKIP() << "built without UCX";
+  TransferOptions options;
+  options.ucx = {true, "tcp", "lo"};
+  TransferEngine engine(options);
+  auto server = std::make_unique<ChildServer>(0, /*seed=*/1, /*ucx=*/true);
+  ASSERT_TRUE(engine.OpenSegment(EndpointOf(*server)).ok());
+  ASSERT_EQ(engine.TransportFor(kSegment), "ucx");
+
+  std::vector<char> buf(16 << 20);
+  std::atomic<int> succeeded{0};
+  Status failure;
+  std::thread reader([&] {
+    for (int i = 0; i < 100000; ++i) {
+      std::vector<TransferRequest> batch;
+      for (uint64_t off = 0; off < kSize; off += buf.size() / 4) {
+        batch.push_back({OpKind::kRead, buf.data() + (off % buf.size()), kSegment, off, buf.size() / 4});
+      }
+      Status s = engine.Transfer(batch, Clock::now() + std::chrono::seconds(20));
+      if (!s.ok()) {
+        failure = s;
+        return;
+      }
+      succeeded++;
+    }
+  });
+  while (succeeded.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  int port = server->port();
+  server->Kill();
+  reader.join();
+  EXPECT_TRUE(IsPeerFailure(failure)) << failure.ToString();
+
+  server = std::make_unique<ChildServer>(port, /*seed=*/2, /*ucx=*/true);
+  std::vector<char> expected(1 << 20);
+  FillPattern(expected.data(), 0, expected.size(), 2);
+  std::vector<char> got(expected.size());
+  TransferRequest r{OpKind::kRead, got.data(), kSegment, 0, got.size()};
+  Status s;
+  for (int attempt = 0; attempt < 50; ++attempt) {  // over tcp, which reconnects by itself
+    s = engine.Transfer({&r, 1}, Clock::now() + std::chrono::seconds(20));
+    if (s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(got, expected);
+
+  ASSERT_TRUE(engine.OpenSegment(EndpointOf(*server)).ok());  // the same endpoint: reopened
+  std::fill(got.begin(), got.end(), 0);
+  s = engine.Transfer({&r, 1}, Clock::now() + std::chrono::seconds(20));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(got, expected);
+}
+
+// A stopped store: the batch returns TIMEOUT at its deadline though UCX still holds its
+// reads (closing the endpoint cancels them), and the next request goes over tcp.
+TEST(UcxPeerFailureTest, AHungStoreTimesOutAtTheDeadline) {
+  if (!UcxBuilt()) GTEST_SKIP() << "built without UCX";
+  TransferOptions options;
+  options.ucx = {true, "tcp", "lo"};
+  options.tcp_stall_timeout = std::chrono::milliseconds(60000);
+  TransferEngine engine(options);
+  ChildServer server(0, 3, /*ucx=*/true);
+  ASSERT_TRUE(engine.OpenSegment(EndpointOf(server)).ok());
+  ASSERT_EQ(engine.TransportFor(kSegment), "ucx");
+  std::vector<char> buf(kSize);
+  TransferRequest whole{OpKind::kRead, buf.data(), kSegment, 0, kSize};
+  ASSERT_TRUE(engine.Transfer({&whole, 1}, Clock::now() + std::chrono::seconds(20)).ok());
+
+  server.Signal(SIGSTOP);
+  auto hung = engine.Submit({&whole, 1});
+  EXPECT_EQ(hung->Wait(Clock::now() + std::chrono::milliseconds(200)).code(), StatusCode::kTimeout);
+  hung.reset();
+
+  auto doomed = engine.Submit({&whole, 1});  // tcp now: fails once the store dies
+  server.Kill();
+  Status s = doomed->Wait(Clock::now() + std::chrono::seconds(20));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
 }
 
 }  // namespace

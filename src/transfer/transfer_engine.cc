@@ -46,7 +46,11 @@ struct TransferEngine::Impl {
   struct Route {
     SegmentEndpoint endpoint;
     std::shared_ptr<SegmentChannel> channel;
+    // A segment that went over tcp because UCX could not reach its store asks again from
+    // then on (the store may have restarted with UCX); never, when unset.
+    std::chrono::steady_clock::time_point retry_ucx_at{};
   };
+  static constexpr std::chrono::seconds kUcxRetryInterval{60};
 
   explicit Impl(const TransferOptions& o)
       : options(o), host_id(LocalHostId()), shm(o), tcp(o) {
@@ -100,7 +104,9 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->routes.find(endpoint.segment_id);
-    if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint) && !it->second.channel->broken()) {
+    if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint) && !it->second.channel->broken() &&
+        (it->second.retry_ucx_at == std::chrono::steady_clock::time_point{} ||
+         std::chrono::steady_clock::now() < it->second.retry_ucx_at)) {
       return Status::Ok();
     }
   }
@@ -117,6 +123,7 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
                    shm.status().ToString());
     }
   }
+  std::chrono::steady_clock::time_point retry_ucx_at{};
   if (!channel && impl_->ucx && !tenant) {
     auto ucx = impl_->ucx->Open(endpoint);
     if (ucx.ok()) {
@@ -124,6 +131,7 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     } else {
       spdlog::info("transfer: segment {} via tcp: ucx unavailable ({})", endpoint.segment_id,
                    ucx.status().ToString());
+      retry_ucx_at = std::chrono::steady_clock::now() + Impl::kUcxRetryInterval;
     }
   }
   if (!channel) {
@@ -132,7 +140,7 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     channel = std::move(tcp.value());
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->routes[endpoint.segment_id] = {endpoint, std::move(channel)};
+  impl_->routes[endpoint.segment_id] = {endpoint, std::move(channel), retry_ucx_at};
   return Status::Ok();
 }
 

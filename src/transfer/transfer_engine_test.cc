@@ -396,8 +396,7 @@ class TransferAuthTest : public ::testing::TestWithParam<const char*> {
 
   // Writes and reads back 1 MiB through a client holding `secret` (or none) against `store`.
   Status RoundTrip(StoreFixture& store, std::optional<SharedSecret> secret) {
-    TransferOptions options;
-    options.allow_shm = std::string(GetParam()) == "shm";
+    TransferOptions options = ClientOptions(GetParam());
     options.connect_timeout = std::chrono::milliseconds(500);
     options.secret = std::move(secret);
     TransferEngine engine(options);
@@ -409,19 +408,19 @@ class TransferAuthTest : public ::testing::TestWithParam<const char*> {
     KVPOOL_RETURN_IF_ERROR(engine.Transfer({&write, 1}, Soon()));
     TransferRequest read{OpKind::kRead, back.data(), kSegment, 4096, back.size()};
     KVPOOL_RETURN_IF_ERROR(engine.Transfer({&read, 1}, Soon()));
-    EXPECT_EQ(engine.TransportFor(kSegment), GetParam());
+    EXPECT_EQ(engine.TransportFor(kSegment), UcxFor(GetParam()).enabled ? "ucx" : GetParam());
     return back == bytes ? Status::Ok() : Internal("read back other bytes");
   }
 };
 
 TEST_P(TransferAuthTest, TheRightSecretIsServed) {
-  StoreFixture store(PoolSecret());
+  StoreFixture store(PoolSecret(), UcxFor(GetParam()));
   Status s = RoundTrip(store, PoolSecret());
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 TEST_P(TransferAuthTest, NoSecretOrAnotherIsRefusedWithAReason) {
-  StoreFixture store(PoolSecret());
+  StoreFixture store(PoolSecret(), UcxFor(GetParam()));
   Status none = RoundTrip(store, std::nullopt);
   EXPECT_EQ(none.code(), StatusCode::kUnauthenticated) << none.ToString();
   EXPECT_NE(none.message().find("--auth-file"), std::string::npos) << none.ToString();
@@ -434,18 +433,21 @@ TEST_P(TransferAuthTest, NoSecretOrAnotherIsRefusedWithAReason) {
 }
 
 TEST_P(TransferAuthTest, AClientWithASecretTrustsNoStoreThatDoesNotAsk) {
-  StoreFixture open_store;
+  StoreFixture open_store({}, UcxFor(GetParam()));
   Status s = RoundTrip(open_store, PoolSecret());
   EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
   EXPECT_NE(s.message().find("did not ask"), std::string::npos) << s.ToString();
 }
 
 // A tenant (common/tenant_claim.h) is served on tcp only, and only inside the master's grants:
-// its key proves who it is, the grant what it may touch.
+// its key proves who it is, the grant what it may touch. (UCX is on at both ends where built:
+// a tenant is still never given a one-sided route.)
 TEST(TenantTransferTest, ATenantReachesOnlyTheRangesItWasGranted) {
   const SharedSecret pool = SharedSecret::FromBytes("the pool's secret, 32 bytes long");
-  StoreFixture store(pool);
+  const UcxSettings ucx = UcxBuilt() ? UcxFor("ucx_tcp") : UcxSettings{};
+  StoreFixture store(pool, ucx);
   TransferOptions options;
+  options.ucx = ucx;
   options.connect_timeout = std::chrono::milliseconds(500);
   options.secret = pool.ForTenant(TenantClaim::Parse("team-a:ns-a").value());
   TransferEngine engine(options);  // may use shm (same host), but a tenant never maps a segment
@@ -501,7 +503,7 @@ TEST(TenantTransferTest, ATenantReachesOnlyTheRangesItWasGranted) {
   EXPECT_EQ(GetField<uint16_t>(reply, 6), static_cast<uint16_t>(StatusCode::kUnauthenticated));
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, TransferAuthTest, ::testing::Values("shm", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Transports, TransferAuthTest, ::testing::ValuesIn(TransportsUnderTest()),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(TransportChoiceTest, OtherHostsAndMissingShmSocketsUseTcp) {

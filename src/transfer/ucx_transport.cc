@@ -89,6 +89,7 @@ const ucp_request_param_t kNoCallback{};
 // One endpoint to one store's worker. Worker thread only, but `failed`.
 struct Peer {
   std::string address;  // the store worker's, as bytes
+  std::string store;    // its tcp address, for messages
   ucp_ep_h ep = nullptr;
   std::atomic<bool> failed{false};
   std::unordered_set<RemoteSegment*> segments;  // their rkeys die before the endpoint
@@ -249,6 +250,7 @@ Result<std::shared_ptr<SegmentChannel>> UcxTransportImpl::Open(const SegmentEndp
     if (!slot || slot->failed.load()) {
       auto fresh = std::make_shared<Peer>();
       fresh->address = address;
+      fresh->store = endpoint.tcp_address;
       ucp_ep_params_t params{};
       params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -390,8 +392,8 @@ void UcxTransportImpl::Complete(InFlight* f, ucs_status_t status) {
 void UcxTransportImpl::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
   // Inside UCX's progress: mark only; CancelAbandoned closes the endpoint after it.
   auto* peer = static_cast<Peer*>(arg);
-  spdlog::warn("ucx: the endpoint to a store failed ({}); its segments go over tcp until opened again",
-               ucs_status_string(status));
+  spdlog::warn("ucx: the endpoint to store {} failed ({}); its segments go over tcp until opened again",
+               peer->store, ucs_status_string(status));
   peer->failed.store(true, std::memory_order_release);
 }
 
@@ -413,7 +415,7 @@ ucs_status_t UcxTransportImpl::WaitFor(ucs_status_ptr_t request, std::chrono::st
 void UcxTransportImpl::FailPeer(const std::shared_ptr<Peer>& peer, std::string_view why) {
   peer->failed.store(true, std::memory_order_release);
   if (peer->ep == nullptr) return;
-  spdlog::info("ucx: closing an endpoint to a store: {}", why);
+  spdlog::info("ucx: closing the endpoint to store {}: {}", peer->store, why);
   for (RemoteSegment* segment : peer->segments) {
     if (segment->rkey != nullptr) ucp_rkey_destroy(segment->rkey);
     segment->rkey = nullptr;
