@@ -128,6 +128,29 @@ TEST_P(HandoffNetworkTest, OnlySendersHoldingThePoolsSecretAreServed) {
   for (size_t d = 0; d < s.decode.size(); ++d) EXPECT_EQ(s.decode[d].planes(), want[d]) << "decode rank " << d;
 }
 
+// A receiver serving its landing segment over UCX (its tcp on loopback) and senders that ask
+// for it: every rank's pieces are written one-sided and land where the definition says.
+TEST(HandoffNetwork, SendersWriteOverUcxToAReceiverThatServesIt) {
+  if (!transfer::UcxBuilt()) GTEST_SKIP() << "built without UCX";
+  std::mt19937_64 rng(23);
+  HostScenario s = testing::MakeHostScenario(testing::MakeRandomCase(rng), rng);
+  const auto want = testing::ExpectedDecodePlanes(s);
+  HandoffReceiverOptions o;
+  o.shm_socket_dir = "";
+  o.ucx = {true, "tcp", "lo"};
+  auto receiver = HandoffReceiver::Start(s.c.prefill, s.c.decode, o);
+  ASSERT_TRUE(receiver.ok()) << receiver.status().ToString();
+  HandoffSenderOptions ucx;
+  ucx.transfer.ucx = o.ucx;
+  auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0, ucx);
+  ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+  EXPECT_EQ((*sender)->transport(), "ucx");
+  ASSERT_TRUE((*receiver)->Expect(5, s.c.first_token, s.c.end_token, Targets(s)).ok());
+  for (const Status& st : SendAllRanks((*receiver)->address(), s, 5, ucx)) ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE((*receiver)->Wait(5, Clock::now() + 10s).ok());
+  for (size_t d = 0; d < s.decode.size(); ++d) EXPECT_EQ(s.decode[d].planes(), want[d]) << "decode rank " << d;
+}
+
 INSTANTIATE_TEST_SUITE_P(Hosts, HandoffNetworkTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("tcp") : std::string("shm"); });
 

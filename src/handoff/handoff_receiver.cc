@@ -140,6 +140,7 @@ Result<std::unique_ptr<HandoffReceiver>> HandoffReceiver::Start(PrefillLayout pr
   transfer::SegmentServerOptions so;
   so.tcp_listen = options.data_listen;
   so.secret = options.secret;
+  so.ucx = options.ucx;
   if (!options.shm_socket_dir.empty()) {
     so.shm_socket_path = fmt::format("{}/kvpool-handoff-{:x}.sock", options.shm_socket_dir, impl->segment_id);
   }

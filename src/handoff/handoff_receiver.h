@@ -42,6 +42,7 @@
 #include "common/shared_secret.h"
 #include "common/status.h"
 #include "handoff/handoff_layouts.h"
+#include "transfer/transfer_engine.h"  // UcxSettings
 
 namespace kvpool::handoff {
 
@@ -57,6 +58,9 @@ struct HandoffReceiverOptions {
   // The pool's secret (--auth-file): every sender must prove it on the control socket
   // (handoff_auth.h) and on the landing segment's sockets. None: any sender is served.
   std::optional<SharedSecret> secret;
+  // Serve the landing segment over UCX too (transfer/ucx_segments.h): senders given
+  // transfer.ucx then write their pieces one-sided.
+  transfer::UcxSettings ucx;
 };
 
 // Where one DCP rank keeps the request: its cache and the request's block table over the

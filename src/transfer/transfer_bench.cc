@@ -3,7 +3,8 @@
 //
 //   kvpool_transfer_bench [--reps N] [--working-set-mib M] [--copy-threads T]
 //                         [--connections C] [--io-threads I] [--chunk-kib K]
-//                         [--sndbuf-kib B] [--rcvbuf-kib B] [--json] [--verbose] [--only SUBSTRING]
+//                         [--sndbuf-kib B] [--rcvbuf-kib B] [--ucx] [--json] [--verbose]
+//                         [--only SUBSTRING]
 //
 // For each value size (64 KiB, 1 MiB, 8 MiB) one repetition moves a working set of M MiB as
 // one batch of M/size requests between a local buffer and a memfd segment served by an
@@ -11,6 +12,8 @@
 // other processes hits all alike); figures are medians over N repetitions after a warm-up,
 // in GB/s (1e9 bytes/s). Both ends run in this process, so tcp numbers include the server's
 // cpu; the raw tcp blaster is measured the same way (sender and receiver threads here).
+// --ucx adds the UCX transport, over UCX's tcp on loopback and over its shared-memory
+// transports, each against a store (SegmentServer) of its own serving the same memory.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -27,6 +30,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "transfer/segment_server.h"
 #include "transfer/memfd_region.h"
@@ -46,6 +51,7 @@ struct Flags {
   uint64_t chunk = 1ull << 20;
   int sndbuf = 0;
   int rcvbuf = 0;
+  bool ucx = false;
   bool json = false;
   bool verbose = false;
   std::string only;
@@ -71,6 +77,7 @@ Flags ParseFlags(int argc, char** argv) {
     else if (a == "--sndbuf-kib") f.sndbuf = static_cast<int>(next()) << 10;
     else if (a == "--rcvbuf-kib") f.rcvbuf = static_cast<int>(next()) << 10;
     else if (a == "--json") f.json = true;
+    else if (a == "--ucx") f.ucx = true;
     else if (a == "--verbose") f.verbose = true;
     else if (a == "--only") {
       if (++i >= argc) std::exit(2);
@@ -79,7 +86,7 @@ Flags ParseFlags(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--reps N] [--working-set-mib M] [--copy-threads T] [--connections C]"
-                   " [--io-threads I] [--chunk-kib K] [--sndbuf-kib B] [--rcvbuf-kib B] [--json] [--verbose] [--only SUBSTRING]\n", argv[0]);
+                   " [--io-threads I] [--chunk-kib K] [--sndbuf-kib B] [--rcvbuf-kib B] [--ucx] [--json] [--verbose] [--only SUBSTRING]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -238,10 +245,16 @@ class Interleaved {
 struct Row {
   uint64_t size;
   double memcpy_1t, memcpy_nt, shm_read, shm_write, tcp_read, tcp_write;
+  double ucx_tcp_read = 0, ucx_tcp_write = 0, ucx_sm_read = 0, ucx_sm_write = 0;  // with --ucx
 };
 
 int Main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
+  spdlog::set_level(spdlog::level::warn);  // stdout is the results (--json); the stores' start-up lines are noise
+  if (flags.ucx && !UcxBuilt()) {
+    std::fprintf(stderr, "--ucx: this build has no UCX\n");
+    return 2;
+  }
   const uint64_t ws = flags.working_set;
   auto segment = MemfdRegion::Create(ws).value();
   auto local = MemfdRegion::Create(ws, "kvpool-bench-local").value();  // pre-faulted like a registered buffer
@@ -258,9 +271,28 @@ int Main(int argc, char** argv) {
   server->Serve({1, segment->data(), ws, segment->memfd()});
   SegmentEndpoint endpoint{1, "bench", LocalHostId(), server->tcp_address(), socket_path, ws};
 
-  auto make_engine = [&](bool shm) {
+  // With --ucx: a store of its own per UCX transport, serving the same memory.
+  std::vector<std::unique_ptr<SegmentServer>> ucx_servers;
+  std::vector<SegmentEndpoint> ucx_endpoints;
+  const std::vector<UcxSettings> ucx_settings = {{true, "tcp", "lo"}, {true, "sm", ""}};
+  for (const UcxSettings& settings : flags.ucx ? ucx_settings : std::vector<UcxSettings>{}) {
+    SegmentServerOptions o = server_options;
+    o.shm_socket_path = "";
+    o.ucx = settings;
+    auto started = SegmentServer::Start(o);
+    if (!started.ok()) {
+      std::fprintf(stderr, "UCX store (%s): %s\n", settings.transports.c_str(), started.status().ToString().c_str());
+      return 1;
+    }
+    ucx_servers.push_back(std::move(started.value()));
+    ucx_servers.back()->Serve({1, segment->data(), ws, -1});
+    ucx_endpoints.push_back({1, "bench-ucx", LocalHostId(), ucx_servers.back()->tcp_address(), "", ws});
+  }
+
+  auto make_engine = [&](bool shm, const UcxSettings& ucx = {}, const SegmentEndpoint* at = nullptr) {
     TransferOptions o;
     o.allow_shm = shm;
+    o.ucx = ucx;
     o.shm_copy_threads = flags.copy_threads;
     o.tcp_connections_per_peer = flags.connections;
     o.tcp_io_threads = flags.io_threads;
@@ -268,12 +300,16 @@ int Main(int argc, char** argv) {
     o.tcp_send_buffer_bytes = flags.sndbuf;
     o.tcp_receive_buffer_bytes = flags.rcvbuf;
     auto e = std::make_unique<TransferEngine>(o);
-    if (!e->OpenSegment(endpoint).ok()) std::abort();
+    if (!e->OpenSegment(at != nullptr ? *at : endpoint).ok()) std::abort();
     return e;
   };
   auto shm_engine = make_engine(true);
   auto tcp_engine = make_engine(false);
-  if (shm_engine->TransportFor(1) != "shm" || tcp_engine->TransportFor(1) != "tcp") {
+  std::vector<std::unique_ptr<TransferEngine>> ucx_engines;  // over tcp, over sm
+  for (size_t i = 0; i < ucx_servers.size(); ++i) ucx_engines.push_back(make_engine(false, ucx_settings[i], &ucx_endpoints[i]));
+  bool as_expected = shm_engine->TransportFor(1) == "shm" && tcp_engine->TransportFor(1) == "tcp";
+  for (const auto& e : ucx_engines) as_expected = as_expected && e->TransportFor(1) == "ucx";
+  if (!as_expected) {
     std::fprintf(stderr, "transports not as expected\n");
     return 1;
   }
@@ -297,7 +333,10 @@ int Main(int argc, char** argv) {
     }
   }
   Interleaved bench(flags.only);
-  struct CaseIds { size_t memcpy_1t, memcpy_nt, shm_read, shm_write, tcp_read, tcp_write; };
+  struct CaseIds {
+    size_t memcpy_1t, memcpy_nt, shm_read, shm_write, tcp_read, tcp_write;
+    std::vector<size_t> ucx;  // read, write per UCX engine
+  };
   std::vector<CaseIds> ids;
   for (size_t k = 0; k < sizes.size(); ++k) {
     uint64_t size = sizes[k], count = ws / size;
@@ -309,6 +348,11 @@ int Main(int argc, char** argv) {
     c.shm_write = bench.Add(tag + "shm_write", ws, [&, k] { run(*shm_engine, writes[k]); });
     c.tcp_read = bench.Add(tag + "tcp_read", ws, [&, k] { run(*tcp_engine, reads[k]); });
     c.tcp_write = bench.Add(tag + "tcp_write", ws, [&, k] { run(*tcp_engine, writes[k]); });
+    for (size_t u = 0; u < ucx_engines.size(); ++u) {
+      const std::string name = tag + "ucx_" + ucx_settings[u].transports;
+      c.ucx.push_back(bench.Add(name + "_read", ws, [&, k, u] { run(*ucx_engines[u], reads[k]); }));
+      c.ucx.push_back(bench.Add(name + "_write", ws, [&, k, u] { run(*ucx_engines[u], writes[k]); }));
+    }
     ids.push_back(c);
   }
   size_t raw_1_id = bench.Add("raw_tcp_1", raw_one.bytes(), [&] { raw_one.Run(); });
@@ -332,6 +376,12 @@ int Main(int argc, char** argv) {
     const CaseIds& c = ids[k];
     rows.push_back({sizes[k], bench.Median(c.memcpy_1t), bench.Median(c.memcpy_nt), bench.Median(c.shm_read),
                     bench.Median(c.shm_write), bench.Median(c.tcp_read), bench.Median(c.tcp_write)});
+    if (!c.ucx.empty()) {
+      rows.back().ucx_tcp_read = bench.Median(c.ucx[0]);
+      rows.back().ucx_tcp_write = bench.Median(c.ucx[1]);
+      rows.back().ucx_sm_read = bench.Median(c.ucx[2]);
+      rows.back().ucx_sm_write = bench.Median(c.ucx[3]);
+    }
   }
   double raw_1 = bench.Median(raw_1_id), raw_n = bench.Median(raw_n_id);
 
@@ -346,9 +396,15 @@ int Main(int argc, char** argv) {
       const Row& r = rows[i];
       std::printf("  {\"value_bytes\": %llu, \"memcpy_1t_gbps\": %.3f, \"memcpy_%dt_gbps\": %.3f, "
                   "\"shm_read_gbps\": %.3f, \"shm_write_gbps\": %.3f, \"tcp_read_gbps\": %.3f, "
-                  "\"tcp_write_gbps\": %.3f}%s\n",
+                  "\"tcp_write_gbps\": %.3f",
                   static_cast<unsigned long long>(r.size), r.memcpy_1t, flags.copy_threads, r.memcpy_nt,
-                  r.shm_read, r.shm_write, r.tcp_read, r.tcp_write, i + 1 < rows.size() ? "," : "");
+                  r.shm_read, r.shm_write, r.tcp_read, r.tcp_write);
+      if (flags.ucx) {
+        std::printf(", \"ucx_tcp_read_gbps\": %.3f, \"ucx_tcp_write_gbps\": %.3f, \"ucx_sm_read_gbps\": %.3f, "
+                    "\"ucx_sm_write_gbps\": %.3f",
+                    r.ucx_tcp_read, r.ucx_tcp_write, r.ucx_sm_read, r.ucx_sm_write);
+      }
+      std::printf("}%s\n", i + 1 < rows.size() ? "," : "");
     }
     std::printf(" ]}\n");
     return 0;
@@ -367,6 +423,13 @@ int Main(int argc, char** argv) {
                 100 * std::min(r.tcp_read, r.tcp_write) / raw_n);
   }
   std::printf("raw loopback tcp: 1 stream %.2f GB/s, %d streams %.2f GB/s\n", raw_1, flags.connections, raw_n);
+  for (const Row& r : rows) {
+    if (!flags.ucx) break;
+    std::printf("ucx %-6s over tcp: read %.2f write %.2f; over sm: read %.2f write %.2f GB/s\n",
+                r.size >= (1 << 20) ? (std::to_string(r.size >> 20) + "MiB").c_str()
+                                    : (std::to_string(r.size >> 10) + "KiB").c_str(),
+                r.ucx_tcp_read, r.ucx_tcp_write, r.ucx_sm_read, r.ucx_sm_write);
+  }
   return 0;
 }
 

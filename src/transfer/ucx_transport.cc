@@ -82,6 +82,22 @@ Result<UcxSegmentKey> FetchKey(const SegmentEndpoint& endpoint, const TransferOp
   return key;
 }
 
+// Whether UCX_TLS names shared-memory transports only: they cannot detect a dead peer, so
+// endpoints are made without asking for it (asking would fail, and UCX would log an error).
+bool SharedMemoryOnly(const std::string& transports) {
+  if (transports.empty()) return false;
+  for (size_t at = 0; at <= transports.size();) {
+    const size_t comma = std::min(transports.find(',', at), transports.size());
+    const std::string tl = transports.substr(at, comma - at);
+    if (tl != "sm" && tl != "shm" && tl != "posix" && tl != "sysv" && tl != "cma" && tl != "knem" && tl != "xpmem" &&
+        tl != "self") {
+      return false;
+    }
+    at = comma + 1;
+  }
+  return true;
+}
+
 struct RemoteSegment;
 
 const ucp_request_param_t kNoCallback{};
@@ -255,13 +271,15 @@ Result<std::shared_ptr<SegmentChannel>> UcxTransportImpl::Open(const SegmentEndp
       params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER;
       params.address = reinterpret_cast<const ucp_address_t*>(key->worker_address.data());
-      params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      const bool detect = !SharedMemoryOnly(options_.ucx.transports);
+      params.err_mode = detect ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
       params.err_handler.cb = &UcxTransportImpl::OnPeerError;
       params.err_handler.arg = fresh.get();
       ucs_status_t s = ucp_ep_create(worker_->worker(), &params, &fresh->ep);
-      if (s == UCS_ERR_UNREACHABLE) {
-        // UCX's shared-memory transports cannot detect a dead peer: without that, a request
-        // to a store that died ends at its batch's deadline instead.
+      if (s == UCS_ERR_UNREACHABLE && detect) {
+        // Only shared-memory transports reach this store (UCX_TLS from the environment), and
+        // they cannot detect a dead peer: a request to a store that died ends at its batch's
+        // deadline instead.
         params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
         s = ucp_ep_create(worker_->worker(), &params, &fresh->ep);
       }
