@@ -23,6 +23,7 @@
 #   CLUSTER=kvp                      name prefix of namespaces (CLUSTER-s0, CLUSTER-fabric)
 #   CLUSTER_DIR=/tmp/kvpool-cluster-$CLUSTER   logs, PIDs, pool file
 #   SUBNET=10.77                     rail r is SUBNET.r.0/24; server s is host s+1 on it
+#   STORE_FLAGS=""                   more flags for every store, e.g. "--transport ucx --ucx-tls tcp"
 #   KVPOOL=build/src/cli/kvpool      the binary
 # Every address is inside these namespaces: nothing leaves the machine.
 set -Eeuo pipefail
@@ -138,7 +139,7 @@ up() {
     for r in $(seq 0 $((RAILS - 1))); do
       start "store-s${s}r$r" "$s" "$KVPOOL" store --pool-file "$(pool_file "$s")" --part $((r % PARTS)) \
         --memory "$STORE_MEMORY" --listen "$(addr "$s" "$r"):0" --advertise-host "$(addr "$s" "$r")" \
-        --shm-dir "$CLUSTER_DIR/s$s" --no-huge-pages
+        --shm-dir "$CLUSTER_DIR/s$s" --no-huge-pages ${STORE_FLAGS:-}
       stores=$((stores + 1))
     done
   done

@@ -5,7 +5,8 @@
 // their deadline, the other part keeps serving, no byte is ever wrong, and the cut part comes
 // back without restarting anything. And the four-server deployment's split pools: every server
 // its own masters and stores, a replay whose prefill instances save to their own server's
-// pool only. Needs root; skips where namespaces cannot be made.
+// pool only. The rail cut runs twice: the probe over tcp, and over UCX (its tcp) to stores that
+// serve it. Needs root; skips where namespaces cannot be made.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "child_process.h"
+#include "transfer/transfer_engine.h"
 
 namespace kvpool::testing {
 namespace {
@@ -29,14 +31,19 @@ int Shell(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-class ClusterTest : public ::testing::Test {
+// Param: how the probe reaches the stores, "tcp" or "ucx" (the stores serve UCX's tcp too).
+class ClusterTest : public ::testing::TestWithParam<const char*> {
  protected:
+  bool ucx() const { return std::string(GetParam()) == "ucx"; }
+
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces";
+    if (ucx() && !transfer::UcxBuilt()) GTEST_SKIP() << "built without UCX";
     name_ = "kvpt" + std::to_string(getpid() % 100000);
     dir_ = std::filesystem::temp_directory_path() / ("kvpool-cluster-test-" + name_);
     env_ = "CLUSTER=" + name_ + " CLUSTER_DIR=" + dir_.string() + " KVPOOL=" KVPOOL_BINARY " SUBNET=10.78 ";
-    const int rc = Shell(env_ + "SERVERS=2 RAILS=2 STORE_SERVERS=1 STORE_MEMORY=64MiB " + Script() + " up");
+    const std::string store_flags = ucx() ? "STORE_FLAGS='--transport ucx --ucx-tls tcp' " : "";
+    const int rc = Shell(env_ + store_flags + "SERVERS=2 RAILS=2 STORE_SERVERS=1 STORE_MEMORY=64MiB " + Script() + " up");
     if (rc == 77) GTEST_SKIP() << "network namespaces cannot be made here";
     ASSERT_EQ(rc, 0) << "cluster.sh up failed; logs in " << dir_;
     up_ = true;
@@ -57,11 +64,29 @@ class ClusterTest : public ::testing::Test {
   }
 
   std::unique_ptr<ChildProcess> StartProbe() {
-    return std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/bin/env", "CLUSTER=" + name_, "CLUSTER_DIR=" + dir_.string(), Script(), "exec",
-                                 "0", KVPOOL_PROBE_BINARY, "--pool-file", (dir_ / "pool.conf").string(),
-                                 "--timeout-ms", std::to_string(kTimeoutMs)},
-        (dir_ / "probe.log").string());
+    std::vector<std::string> args = {"/usr/bin/env", "CLUSTER=" + name_, "CLUSTER_DIR=" + dir_.string(), Script(), "exec",
+                                     "0", KVPOOL_PROBE_BINARY, "--pool-file", (dir_ / "pool.conf").string(),
+                                     "--timeout-ms", std::to_string(kTimeoutMs)};
+    if (ucx()) args.insert(args.end(), {"--ucx-tls", "tcp"});
+    return std::make_unique<ChildProcess>(args, (dir_ / "probe.log").string());
+  }
+
+  // How a client on server 0 given the probe's transport reaches each segment (kvpool stat).
+  std::vector<std::string> SegmentTransports() {
+    const std::filesystem::path out = dir_ / "stat.json";
+    const std::string flags = ucx() ? " --transport ucx --ucx-tls tcp" : "";
+    if (Shell(env_ + Script() + " exec 0 " KVPOOL_BINARY " stat --json --pool-file " + (dir_ / "pool.conf").string() +
+              flags + " > " + out.string() + " 2>/dev/null") != 0) {
+      return {};
+    }
+    std::ifstream in(out);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const auto j = nlohmann::json::parse(text.substr(std::min(text.find('{'), text.size())), nullptr, false);
+    std::vector<std::string> transports;
+    if (j.is_object()) {
+      for (const auto& seg : j["segments"]) transports.push_back(seg["transport"]);
+    }
+    return transports;
   }
 
   // The probe's latest counters (the last complete JSON line it printed).
@@ -95,7 +120,8 @@ class ClusterTest : public ::testing::Test {
   bool up_ = false;
 };
 
-TEST_F(ClusterTest, ARailCutFailsOnlyItsPartWithinTheDeadlineAndRecovers) {
+TEST_P(ClusterTest, ARailCutFailsOnlyItsPartWithinTheDeadlineAndRecovers) {
+  EXPECT_EQ(SegmentTransports(), std::vector<std::string>(2, GetParam())) << Logs();
   auto probe = StartProbe();
   ASSERT_TRUE(probe->started());
   // Both parts serve from server 1's stores, over the rails.
@@ -122,7 +148,13 @@ TEST_F(ClusterTest, ARailCutFailsOnlyItsPartWithinTheDeadlineAndRecovers) {
     // would be far past this.
     EXPECT_LE(Count(final_counters, part, "max_call_ms"), 4u * kTimeoutMs + 2000) << "part " << part << ": " << Logs();
   }
+  // After the cut a fresh client reaches every store the same way again (over UCX: the
+  // stores' UCX outlived the cut).
+  EXPECT_EQ(SegmentTransports(), std::vector<std::string>(2, GetParam())) << Logs();
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ClusterTest, ::testing::Values("tcp", "ucx"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // POOLS=split: 4 servers, each with its own 4-part pool. A four-server replay on server 0 with
 // --server-pool-files: every server's prefill instances save to their own pool, so each pool

@@ -6,7 +6,7 @@
 // prints one JSON line: per part, calls that succeeded, calls that could not reach the part
 // (UNAVAILABLE or TIMEOUT), calls refused for another reason (e.g. NO_SPACE while the part is
 // full of leased values), misses (an earlier value dropped: allowed), wrong bytes (never
-// allowed) and the slowest call in milliseconds.
+// allowed) and the slowest call in milliseconds. --ucx-tls: over UCX to stores that serve it.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
   app.add_option("--pool-file", pool_file, "the pool")->required();
   app.add_option("--value-size", value_size, "bytes per value")->check(CLI::Range(1, 64 << 20));
   app.add_option("--timeout-ms", timeout_ms, "deadline of every master call and transfer")->check(CLI::Range(10, 60000));
+  std::string ucx_tls;
+  app.add_option("--ucx-tls", ucx_tls, "reach stores that serve UCX over it, with these UCX transports (e.g. tcp)");
   CLI11_PARSE(app, argc, argv);
 
   auto pool = kvpool::client::ReadPoolFile(pool_file);
@@ -128,6 +130,8 @@ int main(int argc, char** argv) {
   options.pool = *pool;
   options.rpc_timeout = std::chrono::milliseconds(timeout_ms);
   options.transfer_timeout = std::chrono::milliseconds(timeout_ms);
+  options.transfer.connect_timeout = std::chrono::milliseconds(timeout_ms);
+  if (!ucx_tls.empty()) options.transfer.ucx = {true, ucx_tls, ""};
   // Short read leases: a part full of leased values refuses puts until they end.
   options.lease = std::chrono::milliseconds(200);
   auto client = kvpool::client::Client::Connect(options);
