@@ -82,11 +82,16 @@ class NetworkKvHandoff final : public KvHandoff {
     ro.max_write_bytes = options_.max_write_bytes;
     ro.landing_bytes = std::max(options_.landing_bytes, options_.max_write_bytes);
     ro.request_timeout = options_.timeout;
+    handoff::HandoffSenderOptions so;
+    if (options_.ucx.enabled) {
+      ro.ucx = so.transfer.ucx = options_.ucx;
+      ro.shm_socket_dir = "";
+    }
     auto receiver = handoff::HandoffReceiver::Start(prefill, decode, ro);
     if (!receiver.ok()) return receiver.status();
     link.receiver = std::move(receiver).value();
     for (uint32_t s = 0; s < prefill.num_ranks(); ++s) {
-      auto sender = handoff::HandoffSender::Connect(link.receiver->address(), prefill, decode, s);
+      auto sender = handoff::HandoffSender::Connect(link.receiver->address(), prefill, decode, s, so);
       if (!sender.ok()) return sender.status();
       link.senders.push_back(std::move(sender).value());
     }

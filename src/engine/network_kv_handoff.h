@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "engine/kv_handoff.h"
+#include "transfer/transfer_engine.h"  // UcxSettings
 
 namespace kvpool::engine {
 
@@ -23,6 +24,9 @@ struct NetworkKvHandoffOptions {
   uint64_t max_write_bytes = uint64_t{8} << 20;
   uint64_t landing_bytes = uint64_t{64} << 20;  // per decode cache
   std::chrono::milliseconds timeout{30000};     // one request's handoff
+  // Enabled: receivers serve their landing segments over UCX only (no shm) and senders write
+  // them one-sided over it (transfer/ucx_transport.h).
+  transfer::UcxSettings ucx;
 };
 
 std::unique_ptr<KvHandoff> NewNetworkKvHandoff(NetworkKvHandoffOptions options = {});

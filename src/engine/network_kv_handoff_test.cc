@@ -12,7 +12,12 @@ namespace {
 // transfer engine and a landing segment small enough that every request needs many pieces and
 // slot reuse. (Different block sizes on the two sides are covered in src/handoff's tests; the
 // replay's KV pattern is keyed by its own block size, so both sides use it here.)
-TEST(NetworkKvHandoffTest, EveryStageLandsInTheDecodeLayersRequestAfterRequest) {
+// Param: "shm" (the senders' default on one host) or "ucx" (UCX's tcp on loopback).
+class NetworkKvHandoffTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NetworkKvHandoffTest, EveryStageLandsInTheDecodeLayersRequestAfterRequest) {
+  const bool ucx = std::string(GetParam()) == "ucx";
+  if (ucx && !transfer::UcxBuilt()) GTEST_SKIP() << "built without UCX";
   connector::PagedKvLayout s0_layout;
   s0_layout.num_layers = 2;
   s0_layout.block_tokens = 16;
@@ -23,7 +28,9 @@ TEST(NetworkKvHandoffTest, EveryStageLandsInTheDecodeLayersRequestAfterRequest) 
   dec_layout.num_layers = 3;
   HostKvCache s0(s0_layout, 20), s1(s1_layout, 20), rank0(dec_layout, 40), rank1(dec_layout, 40);
   const handoff::DcpTokenMap map{2, 1};
-  auto handoff = NewNetworkKvHandoff({.max_write_bytes = 2048, .landing_bytes = 4096});
+  NetworkKvHandoffOptions options{.max_write_bytes = 2048, .landing_bytes = 4096};
+  if (ucx) options.ucx = {true, "tcp", "lo"};
+  auto handoff = NewNetworkKvHandoff(options);
   for (uint64_t id = 1; id <= 4; ++id) {
     const uint64_t tokens = 100 + 50 * id;  // 150..300
     std::vector<connector::TokenId> ids(tokens, static_cast<connector::TokenId>(id));
@@ -52,7 +59,10 @@ TEST(NetworkKvHandoffTest, EveryStageLandsInTheDecodeLayersRequestAfterRequest) 
   }
 }
 
-TEST(NetworkKvHandoffTest, BadTablesAndLayoutsAreRefused) {
+INSTANTIATE_TEST_SUITE_P(Transports, NetworkKvHandoffTest, ::testing::Values("shm", "ucx"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(NetworkKvHandoffRefusalTest, BadTablesAndLayoutsAreRefused) {
   connector::PagedKvLayout stage;
   stage.num_layers = 1;
   stage.block_tokens = 16;

@@ -62,7 +62,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   }
   std::unique_ptr<engine::KvHandoff> handoff;
   if (handoff_name == "network") {
-    handoff = engine::NewNetworkKvHandoff();
+    handoff = engine::NewNetworkKvHandoff({.ucx = options.ucx});
   } else if (handoff_name == "cpu") {
     handoff = engine::NewCpuKvHandoff();
   } else if (handoff_name == "gpu") {

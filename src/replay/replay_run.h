@@ -62,7 +62,8 @@ struct ReplayRunOptions {
   // tens of times faster than real time: a 5 s lease would pin every chunk restored in the
   // last few emulated minutes, which a real deployment never sees (kvpool replay's default).
   std::chrono::milliseconds read_lease{0};
-  // With a pool (not embedded): how its client reaches stores on other hosts (--transport).
+  // --transport ucx: the pool's client reaches stores on other hosts over UCX (with a pool, not
+  // embedded), and the network handoff writes over it.
   transfer::UcxSettings ucx;
   // 0: every paged cache in host memory. N > 0: on CUDA devices 0..N-1 (DevicePlacement), with
   // the packers, pattern writes and checks as kernels. UNAVAILABLE without CUDA or devices.
