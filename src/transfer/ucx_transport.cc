@@ -122,11 +122,11 @@ struct RemoteSegment {
   }
 };
 
+class UcxTransportImpl;
+
 // The writes of one Submit to one peer: done once every put and the endpoint's flush after
 // them have completed (a put's completion only frees its buffer; the flush says the bytes
 // are in the store's memory).
-class UcxTransportImpl;
-
 struct WriteGroup {
   UcxTransportImpl* transport = nullptr;
   std::shared_ptr<BatchState> batch;
@@ -172,7 +172,6 @@ class UcxTransportImpl final : public UcxTransport {
   Result<std::shared_ptr<SegmentChannel>> Open(const SegmentEndpoint& endpoint) override;
 
   UcxWorker* worker() { return worker_.get(); }
-  Transport* tcp() { return tcp_; }
 
   // Worker thread: starts `ops` of `remote`'s segment.
   void Issue(RemoteSegment* remote, std::span<const ChannelOp> ops, const std::shared_ptr<BatchState>& batch,
@@ -211,18 +210,22 @@ class UcxTransportImpl final : public UcxTransport {
   const ucp_worker_h ucp_worker_;
   // Last: its thread stops (running Shutdown) before the members above go.
   std::unique_ptr<UcxWorker> worker_;
-
-  friend class UcxChannel;
 };
 
 class UcxChannel final : public SegmentChannel, public std::enable_shared_from_this<UcxChannel> {
  public:
   UcxChannel(UcxTransportImpl* transport, std::shared_ptr<RemoteSegment> remote, std::shared_ptr<Peer> peer,
              std::shared_ptr<SegmentChannel> tcp, uint64_t size)
-      : transport_(transport), remote_(std::move(remote)), peer_(std::move(peer)), tcp_(std::move(tcp)), size_(size) {}
+      : transport_(transport),
+        worker_(transport->worker()),
+        remote_(std::move(remote)),
+        peer_(std::move(peer)),
+        tcp_(std::move(tcp)),
+        size_(size) {}
   ~UcxChannel() override {
-    // The key dies on the worker thread, where every UCX call runs.
-    transport_->worker()->Post([remote = std::move(remote_)]() mutable { remote.reset(); });
+    // The key dies on the worker thread, where every UCX call runs (or, posted while the
+    // worker stops, with its queue, after Shutdown destroyed every key).
+    worker_->Post([remote = std::move(remote_)]() mutable { remote.reset(); });
   }
 
   std::string_view transport_name() const override { return "ucx"; }
@@ -235,13 +238,14 @@ class UcxChannel final : public SegmentChannel, public std::enable_shared_from_t
     for (const ChannelOp& op : ops) (op.from_tier || failed ? via_tcp : via_ucx).push_back(op);
     if (!via_tcp.empty()) tcp_->Submit(via_tcp, batch);
     if (via_ucx.empty()) return;
-    transport_->worker()->Post([self = shared_from_this(), ops = std::move(via_ucx), batch] {
+    worker_->Post([self = shared_from_this(), ops = std::move(via_ucx), batch] {
       self->transport_->Issue(self->remote_.get(), ops, batch, self->tcp_);
     });
   }
 
  private:
   UcxTransportImpl* const transport_;
+  UcxWorker* const worker_;  // the transport's: channels die before it (the engine's routes do)
   std::shared_ptr<RemoteSegment> remote_;  // touched on the worker thread only
   const std::shared_ptr<Peer> peer_;
   const std::shared_ptr<SegmentChannel> tcp_;

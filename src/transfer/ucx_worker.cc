@@ -84,6 +84,16 @@ UcxWorker::~UcxWorker() {
     Wake();
     thread_.join();
   }
+  // Tasks posted after the thread's last turn are dropped here, not run; dropping one may
+  // post another (a channel's last reference), hence the loop.
+  for (;;) {
+    std::vector<std::function<void()>> late;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      late.swap(posted_);
+    }
+    if (late.empty()) break;
+  }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
 }

@@ -29,7 +29,8 @@ class UcxWorker {
   // `name` names the thread ("ucx-client", "ucx-store"). Fails with UNAVAILABLE, saying why,
   // when UCX cannot start with these settings (an unknown transport, no usable device).
   static Result<std::unique_ptr<UcxWorker>> Start(const std::string& name, const UcxSettings& settings);
-  // Runs the tasks already posted and the on_stop hook (SetHooks) on the thread, then joins it.
+  // Runs the tasks already posted and the on_stop hook (SetHooks) on the thread, then joins it;
+  // tasks posted after that are dropped without running.
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
