@@ -260,10 +260,7 @@ class ServerConnection final : public EventLoop::Handler,
     payload_done_ = 0;
     entry_ = table_->Find(h.segment_id);
     StatusCode code = StatusCode::kOk;
-    const uint64_t bound = !entry_                      ? 0
-                           : h.op == FrameOp::kReadTier ? entry_->segment.tier_size
-                           : h.op == FrameOp::kUcxKey   ? kUcxKeyBytes
-                                                        : entry_->segment.size;
+    const uint64_t bound = !entry_ ? 0 : h.op == FrameOp::kReadTier ? entry_->segment.tier_size : entry_->segment.size;
     if (!entry_) {
       code = StatusCode::kStale;
     } else if (h.op == FrameOp::kUcxKey) {
@@ -551,10 +548,20 @@ class SegmentServerImpl final : public SegmentServer {
 
   Status Init() {
     if (options_.ucx.enabled) {
-      auto ucx = UcxSegments::Start(options_.ucx);
+      UcxSettings settings = options_.ucx;
+      // Unless told, UCX serves on the interface of the tcp listen address only: left to
+      // itself it would offer every NIC, and clients would reach a store of one rail over
+      // another (a cut of that other rail would then reach this store's part too).
+      std::string host;
+      uint16_t port = 0;
+      if (settings.devices.empty() && SplitHostPort(options_.tcp_listen, &host, &port).ok()) {
+        if (auto device = InterfaceWithAddress(host); device.ok()) settings.devices = *device;
+      }
+      auto ucx = UcxSegments::Start(settings);
       if (!ucx.ok()) return ucx.status();
       ucx_ = std::move(ucx.value());
-      spdlog::info("segment server: serving UCX: {}", ucx_->Describe());
+      spdlog::info("segment server: serving UCX on {}: {}", settings.devices.empty() ? "every device" : settings.devices,
+                   ucx_->Describe());
     }
     KVPOOL_RETURN_IF_ERROR(StartTcp());
     if (!options_.shm_socket_path.empty()) KVPOOL_RETURN_IF_ERROR(StartShm());

@@ -44,6 +44,8 @@ struct SegmentServerOptions {
   std::optional<SharedSecret> secret;
   // Also serve the segments over UCX, one-sided (ucx_segments.h): Start fails, saying why,
   // when UCX cannot start. Tenants are refused it (no grant is checked on a one-sided access).
+  // Without ucx.devices, UCX serves on the interface that holds tcp_listen's address (all of
+  // them for 0.0.0.0 or a name).
   UcxSettings ucx;
 };
 

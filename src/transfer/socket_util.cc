@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -123,6 +124,32 @@ Result<UniqueFd> ConnectTcp(std::string_view address, std::chrono::steady_clock:
   }
   SetTcpDataOptions(fd.get(), 0, 0);
   return fd;
+}
+
+Result<std::string> InterfaceWithAddress(std::string_view ip) {
+  const std::string text(ip);
+  in_addr v4{};
+  in6_addr v6{};
+  const bool is_v4 = ::inet_pton(AF_INET, text.c_str(), &v4) == 1;
+  if (!is_v4 && ::inet_pton(AF_INET6, text.c_str(), &v6) != 1) {
+    return InvalidArgument(fmt::format("'{}' is not an IP address", ip));
+  }
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return ErrnoStatus(StatusCode::kInternal, "getifaddrs", errno);
+  std::string found;
+  for (const ifaddrs* a = all; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    if (is_v4 && a->ifa_addr->sa_family == AF_INET &&
+        reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr) {
+      found = a->ifa_name;
+    } else if (!is_v4 && a->ifa_addr->sa_family == AF_INET6 &&
+               std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr, &v6, sizeof(v6)) == 0) {
+      found = a->ifa_name;
+    }
+  }
+  ::freeifaddrs(all);
+  if (found.empty()) return NotFound(fmt::format("no interface of this host has address {}", ip));
+  return found;
 }
 
 Status ErrnoStatus(StatusCode code, std::string_view context, int err) {

@@ -40,6 +40,10 @@ bool WriteExactly(int fd, const uint8_t* in, size_t size, std::chrono::steady_cl
 // A non-blocking socket connected to "host:port" by the deadline (a control exchange's).
 Result<UniqueFd> ConnectTcp(std::string_view address, std::chrono::steady_clock::time_point deadline);
 
+// The name of the network interface that holds `ip` ("lo" for 127.0.0.1); NOT_FOUND when none
+// does (an address of another host, or 0.0.0.0), INVALID_ARGUMENT when it is not an address.
+Result<std::string> InterfaceWithAddress(std::string_view ip);
+
 // Status from errno with a short context: "connect 10.0.0.1:80: Connection refused".
 Status ErrnoStatus(StatusCode code, std::string_view context, int err);
 
