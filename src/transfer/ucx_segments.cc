@@ -63,7 +63,7 @@ class UcxSegmentsImpl final : public UcxSegments {
   }
 
   std::string Describe() const override {
-    return fmt::format("UCX {} ({}CUDA memory)", ucp_get_version_string(), worker_->cuda_memory() ? "" : "no ");
+    return worker_->Describe();
   }
 
  private:

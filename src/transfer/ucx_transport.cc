@@ -166,7 +166,7 @@ class UcxTransportImpl final : public UcxTransport {
   ~UcxTransportImpl() override { worker_.reset(); }
 
   std::string Describe() const override {
-    return fmt::format("UCX {} ({}CUDA memory)", ucp_get_version_string(), worker_->cuda_memory() ? "" : "no ");
+    return worker_->Describe();
   }
 
   Result<std::shared_ptr<SegmentChannel>> Open(const SegmentEndpoint& endpoint) override;

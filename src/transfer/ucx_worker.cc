@@ -78,6 +78,10 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::Start(const std::string& name, con
   return w;
 }
 
+std::string UcxWorker::Describe() const {
+  return fmt::format("UCX {} ({}CUDA memory)", ucp_get_version_string(), cuda_memory_ ? "" : "no ");
+}
+
 UcxWorker::~UcxWorker() {
   if (thread_.joinable()) {
     stopping_.store(true, std::memory_order_release);

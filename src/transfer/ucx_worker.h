@@ -50,6 +50,8 @@ class UcxWorker {
   const std::vector<uint8_t>& address() const { return address_; }
   // Whether this UCX can move CUDA memory (Debian's libucx is built without it).
   bool cuda_memory() const { return cuda_memory_; }
+  // For start-up logs: "UCX 1.13.1 (no CUDA memory)".
+  std::string Describe() const;
 
  private:
   UcxWorker() = default;
