@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Session-aware retention and restore prefetch against the plain pool (issue 18), in one run:
 # `kvpool replay` with the same corpus, seed and window at each load of SESSIONS and pool size of
-# SIZES (about half the working set, and the default), in three arms: the plain pool (--retention
+# SIZES (about half the working set, and the default), in four arms: the plain pool (--retention
 # lru --prefetch off), the router's retention hints (--retention session: a session waiting for
-# its next turn keeps its history over others' churn for about its recorded wait, an ended one's
-# goes first), and restore prefetch (--prefetch on: a request's restore starts when it arrives).
+# its next turn keeps its history over others' churn for about its recorded wait, ranked by when
+# it is expected back, an ended one's goes first) with the master's default bound on them (half
+# the units) and with 0.9 (--max-retained-fraction: one router fronts the whole pool), and restore
+# prefetch (--prefetch on: a request's restore starts when it arrives).
 # Targets (issue 18), at 112 sessions: session retention >= +5 points of reuse over LRU at the
 # half-size pool; prefetch cuts the restore time on the critical path by >= 50%; no regression at
 # the default size. Raw results: docs/results/session-aware.json, rendered into
@@ -27,11 +29,12 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 common=(--synth 393 --seed 1 --duration "$DURATION" --mode pool)
 declare -A ARMS=([lru]="--retention lru --prefetch off" [session]="--retention session --prefetch off"
+                 [session90]="--retention session --max-retained-fraction 0.9 --prefetch off"
                  [prefetch]="--retention lru --prefetch on")
 for n in $SESSIONS; do
   for size in $SIZES; do
     for rep in $(seq "$REPS"); do
-      for arm in lru session prefetch; do
+      for arm in lru session session90 prefetch; do
         read -ra flags <<< "${ARMS[$arm]}"
         echo "== $n sessions, $size tokens, $arm, run $rep of $REPS: kvpool replay ${common[*]} --sessions $n --pool-tokens $size ${flags[*]}"
         "$BUILD"/src/cli/kvpool replay "${common[@]}" --sessions "$n" --pool-tokens "$size" "${flags[@]}" \
@@ -61,7 +64,7 @@ json.dump({"command": "scripts/bench-session-aware.sh", "date": datetime.date.to
            "machine": describe_machine(),
            "settings": {"replay": "kvpool replay " + common, "repetitions": int(reps)},
            "loads": [{"sessions": int(n),
-                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "prefetch")}}
+                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "session90", "prefetch")}}
                                 for s in sizes.split()]}
                      for n in sessions.split()]},
           open("docs/results/session-aware.json", "w"), indent=1)

@@ -48,6 +48,13 @@ TEST(Cli, RejectsBadArgumentsWithTheReason) {
   r = Kvpool({"replay", "--synth", "4", "--master", "127.0.0.1:1", "--ssd-tokens", "1000000"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("kvpool store --ssd"), std::string::npos) << r.output;
+  // So is the bound on retention hints: an existing pool's masters have their own.
+  r = Kvpool({"replay", "--synth", "4", "--master", "127.0.0.1:1", "--max-retained-fraction", "0.9"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("kvpool master --max-retained-fraction"), std::string::npos) << r.output;
+  r = Kvpool({"master", "--max-retained-fraction", "1.5"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--max-retained-fraction"), std::string::npos) << r.output;
   r = Kvpool({"replay", "--synth", "4", "--ssd-dir", "/no/such/folder"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("/no/such/folder"), std::string::npos) << r.output;

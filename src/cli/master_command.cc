@@ -20,6 +20,11 @@ void AddMasterOptions(CLI::App* cmd, master::MasterOptions& o) {
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();
   cmd->add_option("--evict-fraction", o.evict_fraction, "fraction of capacity one eviction pass frees")
       ->check(CLI::Range(0.001, 1.0))->capture_default_str();
+  cmd->add_option("--max-retained-fraction", o.max_retained_fraction,
+                  "a router's retention hints keep at most this share of the eviction units over the rest; the "
+                  "rest stays plain LRU (clients that send no hints). Where one router fronts every client of "
+                  "the pool, 0.9 lets hints rank almost all of it")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--lease-ms", o.default_lease_ms, "read lease length")->check(CLI::Range(1, 3'600'000))->capture_default_str();
   cmd->add_option("--put-timeout-ms", o.put_timeout_ms, "unfinished puts are reclaimed after this")
       ->check(CLI::Range(100, 3'600'000))->capture_default_str();

@@ -29,6 +29,7 @@
 #include "cli/pool_flags.h"
 #include "cli/trace_input.h"
 #include "engine/kv_cache_memory.h"
+#include "master/pool_metadata.h"
 #include "replay/replay_run.h"
 #include "trace/reuse_ceiling.h"
 
@@ -62,6 +63,7 @@ struct ReplayFlags {
   uint64_t seed = 1;
   uint64_t prefill_cache_tokens = 0, decode_kv_tokens = 0, pool_tokens = 0;
   uint64_t ssd_tokens = 0;  // the embedded pool's SSD tier (0: none)
+  double max_retained_fraction = master::PoolOptions{}.max_retained_fraction;  // the embedded pool's
   double ssd_gbps = engine::CostModelParams::Published().ssd_read_bytes_per_s_per_gpu / 1e9;
   std::string ssd_dir;
   double idle_cap_s = 300;
@@ -221,6 +223,12 @@ int RunReplayCommand(const ReplayFlags& f) {
                        "--master/--pool/--pool-file\n");
     return 2;
   }
+  if (f.max_retained_fraction != master::PoolOptions{}.max_retained_fraction &&
+      (pool->has_value() || !f.server_pool_files.empty())) {
+    fmt::print(stderr, "kvpool replay: --max-retained-fraction is the embedded pool's; an existing pool's masters "
+                       "have their own (kvpool master --max-retained-fraction)\n");
+    return 2;
+  }
   if (f.ssd_tokens > 0 && (pool->has_value() || !f.server_pool_files.empty())) {
     fmt::print(stderr, "kvpool replay: --ssd-tokens sizes the embedded pool's SSD tier; an existing pool's stores "
                        "have their own (kvpool store --ssd)\n");
@@ -273,6 +281,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.idle_cap_s = f.idle_cap_s;
       o.replay.session_retention = f.retention == "session";
       o.ssd_tokens = f.ssd_tokens;
+      o.max_retained_fraction = f.max_retained_fraction;
       o.ssd_dir = f.ssd_dir;
       o.cost.ssd_read_bytes_per_s_per_gpu = f.ssd_gbps * 1e9;
       o.metrics_listen = f.metrics_listen;
@@ -446,8 +455,14 @@ void AddReplayCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--retention", f.retention,
                   "the pool's eviction: lru, or session (the router tells the pool which sessions wait for a "
-                  "tool and for how long, and which ended: waiting sessions' histories are kept over others')")
+                  "tool and when each is expected back, and which ended: waiting sessions' histories are kept "
+                  "over others', the one expected last evicted first)")
       ->check(CLI::IsMember({"lru", "session"}))
+      ->capture_default_str();
+  cmd->add_option("--max-retained-fraction", f.max_retained_fraction,
+                  "the embedded pool's bound on retention hints (kvpool master --max-retained-fraction): the "
+                  "share of its eviction units the router's hints may keep over the rest")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--prefetch", f.prefetch,
                   "restore prefetch: on starts a request's restore from the pool when it arrives, overlapping its "

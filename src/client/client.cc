@@ -164,10 +164,14 @@ struct Client::Impl {
   }
 
   // The master's BatchRetain to every part holding one of `keys` (retain_ms 0: release).
-  std::vector<Status> BatchRetain(std::span<const std::string> keys, uint64_t retain_ms) {
+  std::vector<Status> BatchRetain(std::span<const std::string> keys, uint64_t retain_ms,
+                                  std::optional<uint64_t> reuse_in_ms) {
     using Call = PartCall<proto::BatchRetainRequest, proto::BatchKeysReply>;
     std::vector<Call> calls = KeyCallsByPart<Call>(keys);
-    for (Call& c : calls) c.request.set_retain_ms(retain_ms);
+    for (Call& c : calls) {
+      c.request.set_retain_ms(retain_ms);
+      if (reuse_in_ms) c.request.set_reuse_in_ms(*reuse_in_ms);
+    }
     Run(calls, [](auto& stub, auto* ctx, Call& c, auto* cq) { return stub.PrepareAsyncBatchRetain(ctx, c.request, cq); });
     return KeyResults(calls, keys, "BatchRetain");
   }
@@ -620,12 +624,20 @@ std::vector<Status> Client::BatchRemove(std::span<const std::string> keys) {
   return impl_->KeyResults(calls, keys, "BatchRemove");
 }
 
-std::vector<Status> Client::Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) {
+std::vector<Status> Client::Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl,
+                                   std::optional<std::chrono::milliseconds> reuse_in) {
   if (ttl.count() <= 0) return std::vector<Status>(keys.size(), InvalidArgument("Retain needs a ttl above 0"));
-  return impl_->BatchRetain(keys, static_cast<uint64_t>(ttl.count()));
+  if (reuse_in && reuse_in->count() < 0) {
+    return std::vector<Status>(keys.size(), InvalidArgument("Retain's expected reuse cannot be in the past"));
+  }
+  std::optional<uint64_t> reuse_in_ms;
+  if (reuse_in) reuse_in_ms = static_cast<uint64_t>(reuse_in->count());
+  return impl_->BatchRetain(keys, static_cast<uint64_t>(ttl.count()), reuse_in_ms);
 }
 
-std::vector<Status> Client::Release(std::span<const std::string> keys) { return impl_->BatchRetain(keys, 0); }
+std::vector<Status> Client::Release(std::span<const std::string> keys) {
+  return impl_->BatchRetain(keys, 0, std::nullopt);
+}
 
 void PoolCounters::Add(const PoolCounters& o) {
   objects += o.objects;

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -205,11 +206,15 @@ class Client {
 
   // Hints from a router (issue 18), one round trip per part. Retain keeps each key's eviction
   // unit (its group, or itself) over units without a pin for `ttl` (> 0): a session waiting for
-  // a tool or a subagent keeps its history through other sessions' churn. Release makes them
+  // a tool or a subagent keeps its history through other sessions' churn. `reuse_in` says when
+  // the router expects the keys read again (0: a turn that is queued; absent: at the ttl's
+  // end): among retained units the one expected last is evicted first. Release makes them
   // first to evict (a session that ended). Advisory: a pool retains at most a share of its
-  // units (NO_SPACE beyond it) and evicts retained ones when nothing else is left; a key not
-  // in DRAM is OK and unchanged.
-  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl);
+  // units (beyond it a retention expected sooner takes the place of the one expected last,
+  // else NO_SPACE) and evicts retained ones when nothing else is left; a key not in DRAM is
+  // OK and unchanged.
+  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl,
+                             std::optional<std::chrono::milliseconds> reuse_in = std::nullopt);
   std::vector<Status> Release(std::span<const std::string> keys);
 
   // Reads that found bytes not matching their checksum, since Connect (each one a miss, or a

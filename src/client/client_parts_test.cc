@@ -115,6 +115,13 @@ TEST_F(ClientPartsTest, RetainAndReleaseReachEveryKeysPart) {
   EXPECT_EQ(kept.back().code(), StatusCode::kNotFound);
   EXPECT_EQ(retained(), keys.size() - 1);  // ungrouped: a unit per key
   for (const Status& s : c->Retain(keys, std::chrono::milliseconds(0))) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  for (const Status& s : c->Retain(keys, std::chrono::minutes(1), std::chrono::milliseconds(-1))) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  }
+  // Expected at once (a queued turn): moves what the retained units expect, no more units.
+  const std::vector<Status> queued = c->Retain(keys, std::chrono::minutes(1), std::chrono::milliseconds(0));
+  for (size_t i = 0; i + 1 < keys.size(); ++i) EXPECT_TRUE(queued[i].ok()) << keys[i] << ": " << queued[i].ToString();
+  EXPECT_EQ(retained(), keys.size() - 1);
   keys.pop_back();
   for (const Status& s : c->Release(keys)) EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(retained(), 0u);

@@ -40,8 +40,10 @@ class ChunkStore {
     return Unavailable("this chunk store maps nothing");
   }
   // A router's hints (client::Client::Retain / Release): keep these keys over others for
-  // `ttl`, or make them first to evict. Stores that take no hints answer UNAVAILABLE.
-  virtual std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) {
+  // `ttl`, expected to be read again in `reuse_in`, or make them first to evict. Stores that
+  // take no hints answer UNAVAILABLE.
+  virtual std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl,
+                                     std::chrono::milliseconds reuse_in) {
     return std::vector<Status>(keys.size(), Unavailable("this chunk store takes no hints"));
   }
   virtual std::vector<Status> Release(std::span<const std::string> keys) {
@@ -64,8 +66,9 @@ class PoolChunkStore final : public ChunkStore {
   Status RegisterBuffer(void* addr, size_t length) override { return client_->RegisterBuffer(addr, length); }
   Status UnregisterBuffer(void* addr) override { return client_->UnregisterBuffer(addr); }
   Result<transfer::MappedRange> Map(const client::LookupResult& lookup, size_t index) override;
-  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl) override {
-    return client_->Retain(keys, ttl);
+  std::vector<Status> Retain(std::span<const std::string> keys, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds reuse_in) override {
+    return client_->Retain(keys, ttl, reuse_in);
   }
   std::vector<Status> Release(std::span<const std::string> keys) override { return client_->Release(keys); }
 

@@ -16,6 +16,7 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   mo.listen = "127.0.0.1:0";
   mo.metrics_listen = "";
   mo.default_lease_ms = options.lease_ms;
+  mo.max_retained_fraction = options.max_retained_fraction;
   mo.part = options.part;
   mo.security.secret = options.secret;
   auto master = master::MasterServer::Start(mo);

@@ -29,6 +29,7 @@ namespace kvpool::embedded {
 struct EmbeddedPoolOptions {
   uint64_t memory_bytes = uint64_t{256} << 20;  // the store's segment
   uint64_t lease_ms = 5000;                     // the master's default read lease
+  double max_retained_fraction = 0.5;           // the master's bound on retention hints
   bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
   std::chrono::milliseconds heartbeat_interval{200};
   uint32_t part = 0;                            // the pool part the master (and its store) serve

@@ -298,12 +298,15 @@ std::vector<std::string> Deployment::SessionKeys(std::span<const connector::Toke
   return connector::StageObjectKeys(*ns_, connector::ChainChunkKeys(*ns_, tokens));
 }
 
-void Deployment::RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) {
+void Deployment::RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl,
+                               std::chrono::milliseconds reuse_in) {
   const std::vector<std::string> keys = SessionKeys(tokens);
   if (keys.empty()) return;
   for (connector::ChunkStore* pool : options_.pools) {
     // Split pools: a key lives in one of them; the others answer NOT_FOUND, which is no refusal.
-    for (const Status& s : pool->Retain(keys, ttl)) retention_refused_ += s.code() == StatusCode::kNoSpace ? 1 : 0;
+    for (const Status& s : pool->Retain(keys, ttl, reuse_in)) {
+      retention_refused_ += s.code() == StatusCode::kNoSpace ? 1 : 0;
+    }
   }
   retention_keys_ += keys.size();
 }

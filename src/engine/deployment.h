@@ -111,7 +111,8 @@ class Deployment final : public RequestSink {
   bool uses_pool() const override { return !options_.pools.empty(); }
 
   // Retention hints (RequestSink) go to every pool; one round trip per pool part.
-  void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) override;
+  void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl,
+                     std::chrono::milliseconds reuse_in) override;
   void ReleaseSession(std::span<const connector::TokenId> tokens) override;
 
  private:

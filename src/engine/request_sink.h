@@ -29,10 +29,11 @@ class RequestSink {
   virtual void Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done) = 0;
   virtual const ModelGeometry& geometry() const = 0;
   virtual bool uses_pool() const = 0;
-  // A router's hints about a session whose latest prompt was `tokens` (issue 18): it waits and
-  // is expected back within `ttl` (its chunks are kept over others' until then), or it ended
-  // (first to evict).
-  virtual void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl) = 0;
+  // A router's hints about a session whose latest prompt was `tokens` (issue 18): it waits,
+  // its chunks are kept over others' for `ttl`, and its next turn is expected in `reuse_in`
+  // (0: one is queued already); or it ended (first to evict).
+  virtual void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds reuse_in) = 0;
   virtual void ReleaseSession(std::span<const connector::TokenId> tokens) = 0;
 };
 

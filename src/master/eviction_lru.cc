@@ -32,6 +32,7 @@ void EvictionLru::FreeUnitLocked(UnitId id) {
 EvictionLru::TimeOrder& EvictionLru::OrderOf(Place place) {
   switch (place) {
     case Place::kUnpinned: return unpinned_;
+    case Place::kRetained: return retained_;
     case Place::kPinned: return pinned_;
     default: return deferred_;
   }
@@ -76,15 +77,29 @@ void EvictionLru::UnlinkLocked(UnitId id) {
   u.prev = u.next = kNoUnit;
 }
 
+EvictionLru::Place EvictionLru::RankedPlace(const Unit& u, int64_t now_ms) {
+  if (u.pin_until_ms > now_ms) return Place::kPinned;
+  if (u.retain_until_ms > now_ms) return Place::kRetained;
+  return Place::kUnpinned;
+}
+
 void EvictionLru::FileLocked(UnitId id, int64_t blocked_until_ms, int64_t now_ms) {
   Unit& u = units_[id];
   if (blocked_until_ms > now_ms) {
     LinkLocked(id, Place::kDeferred, blocked_until_ms);
-  } else if (PinOf(u) > now_ms) {
-    LinkLocked(id, Place::kPinned, u.last_access_ms);
-    pin_ends_.push({PinOf(u), id, u.generation});
-  } else {
-    LinkLocked(id, Place::kUnpinned, u.last_access_ms);
+    return;
+  }
+  switch (RankedPlace(u, now_ms)) {
+    case Place::kPinned:
+      LinkLocked(id, Place::kPinned, u.last_access_ms);
+      pin_ends_.push({u.pin_until_ms, id, u.generation});
+      break;
+    case Place::kRetained:
+      LinkLocked(id, Place::kRetained, -u.reuse_at_ms);
+      pin_ends_.push({u.retain_until_ms, id, u.generation});
+      break;
+    default:
+      LinkLocked(id, Place::kUnpinned, u.last_access_ms);
   }
 }
 
@@ -201,15 +216,15 @@ void EvictionLru::ReleaseDueLocked(int64_t now_ms) {
     UnlinkLocked(id);
     FileLocked(id, 0, now_ms);
   }
-  // Pins and retentions that ended: from `pinned` to `unpinned`, at the same recency.
+  // Pins and retentions that ended: on to their next place (unpinned at the same recency).
   while (!pin_ends_.empty() && pin_ends_.top().pin_until_ms <= now_ms) {
     const PinEnd end = pin_ends_.top();
     pin_ends_.pop();
     Unit& u = units_[end.unit];
     if (u.generation != end.generation) continue;  // gone
     if (u.retained && u.retain_until_ms <= now_ms) EndRetentionLocked(u);
-    if (u.place != Place::kPinned || PinOf(u) > now_ms) {
-      continue;  // moved, or pinned longer since: a later entry covers it
+    if ((u.place != Place::kPinned && u.place != Place::kRetained) || RankedPlace(u, now_ms) == u.place) {
+      continue;  // deferred or checked out (filed when it comes back), or still in place
     }
     UnlinkLocked(end.unit);
     FileLocked(end.unit, 0, now_ms);
@@ -221,11 +236,12 @@ std::vector<EvictionLru::Candidate> EvictionLru::CheckOut(size_t max, int64_t no
   ReleaseDueLocked(now_ms);
   std::vector<Candidate> out;
   while (out.size() < max) {
-    TimeOrder& order = !unpinned_.empty() ? unpinned_ : pinned_;
+    TimeOrder& order = !unpinned_.empty() ? unpinned_ : !retained_.empty() ? retained_ : pinned_;
     if (order.empty()) break;
     const UnitId id = order.begin()->second.head;
     Unit& u = units_[id];
-    const bool read_since_filed = u.last_access_ms > u.bucket->time_ms;
+    // Retained units are ranked by the router's expectation, which a read does not change.
+    const bool read_since_filed = u.place != Place::kRetained && u.last_access_ms > u.bucket->time_ms;
     UnlinkLocked(id);
     if (read_since_filed) {
       // Filed before its latest read: its place is further back. Every unit behind it was
@@ -260,17 +276,32 @@ void EvictionLru::EndRetentionLocked(Unit& u) {
   u.retain_until_ms = 0;
 }
 
-bool EvictionLru::Retain(UnitId id, int64_t until_ms, size_t max_retained, int64_t now_ms) {
+bool EvictionLru::DisplaceFarthestLocked(int64_t reuse_at_ms, int64_t now_ms) {
+  // Only units filed as retained compete: one deferred, checked out or pinned by its members
+  // keeps its retention until it is filed again.
+  if (retained_.empty()) return false;
+  const UnitId farthest = retained_.begin()->second.head;
+  Unit& f = units_[farthest];
+  if (f.reuse_at_ms <= reuse_at_ms) return false;
+  EndRetentionLocked(f);
+  UnlinkLocked(farthest);
+  FileLocked(farthest, 0, now_ms);
+  ++displaced_total_;
+  return true;
+}
+
+bool EvictionLru::Retain(UnitId id, int64_t until_ms, int64_t reuse_at_ms, size_t max_retained, int64_t now_ms) {
   std::lock_guard lock(mu_);
   ReleaseDueLocked(now_ms);  // retentions that ended no longer count against the bound
   Unit& u = units_[id];
   assert(u.place != Place::kFree);
   if (!u.retained) {
-    if (retained_units_ >= max_retained) return false;
+    if (retained_units_ >= max_retained && !DisplaceFarthestLocked(reuse_at_ms, now_ms)) return false;
     u.retained = true;
     ++retained_units_;
   }
   u.retain_until_ms = until_ms;
+  u.reuse_at_ms = reuse_at_ms;
   pin_ends_.push({until_ms, id, u.generation});  // ends the count, whatever else pins it
   RankAgainLocked(id, now_ms);
   return true;
@@ -288,7 +319,7 @@ void EvictionLru::Release(UnitId id, int64_t now_ms) {
 
 void EvictionLru::RankAgainLocked(UnitId id, int64_t now_ms) {
   const Place place = units_[id].place;
-  if (place != Place::kUnpinned && place != Place::kPinned) return;
+  if (place != Place::kUnpinned && place != Place::kRetained && place != Place::kPinned) return;
   UnlinkLocked(id);
   FileLocked(id, 0, now_ms);
 }
@@ -301,6 +332,11 @@ size_t EvictionLru::retained_units() const {
 size_t EvictionLru::unit_count() const {
   std::lock_guard lock(mu_);
   return live_units_;
+}
+
+uint64_t EvictionLru::displaced_retentions() const {
+  std::lock_guard lock(mu_);
+  return displaced_total_;
 }
 
 uint64_t EvictionLru::checked_out_total() const {

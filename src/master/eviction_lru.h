@@ -4,18 +4,24 @@
 //
 // A unit is in exactly one place:
 //   unpinned   ranked by its most recent access (least recent first)  — evicted first
-//   pinned     the same ranking, for units with a soft pin still running — evicted only when
-//              no unpinned unit is left; a unit moves to `unpinned` when its pin ends
+//   retained   units a router retains (and no pin of their own runs), ranked by when the
+//              router expects them read again, the farthest first — evicted when no unpinned
+//              unit is left; a unit moves to `unpinned` when its retention ends
+//   pinned     ranked by recency, for units with a soft pin of their members still running —
+//              evicted only when nothing else is left; to `unpinned` when the pin ends
 //   deferred   known to be blocked (leased) until a time; invisible to passes until then,
 //              then back in its ranked place
 //   checked out  handed to the eviction pass, which either evicts it or gives it back
 // A group's recency is the latest put end or read of any member (a member that leaves does
 // not make the group older); it is pinned while any current member's pin runs.
 //
-// Router hints (issue 18) act on whole units: Retain pins a unit until a time, beside its
-// members' own pins (a session waiting for a tool keeps its history over others' churn), at
-// most a given number of units at once; Release ends that and ranks the unit least recent of
-// all, first to evict, until it is read or written again (a session that ended).
+// Router hints (issue 18) act on whole units: Retain keeps a unit over unpinned ones until a
+// time (a session waiting for a tool keeps its history over others' churn), ranked by when it
+// is expected to be read again: the retained unit needed last is evicted first, the way an
+// optimal cache would choose (a session that just ended a turn before one that is queued). At
+// most a given number of units are retained at once; beyond it a retention expected sooner
+// takes the place of the one expected last. Release ends a retention and ranks the unit least
+// recent of all, first to evict, until it is read or written again (a session that ended).
 //
 // The order is a hint about *which* unit to try: the pass re-checks every unit under the
 // object-shard locks (leases, pending members, membership) before it evicts anything, so a
@@ -98,15 +104,19 @@ class EvictionLru {
   void GiveBack(const Candidate& candidate, int64_t blocked_until_ms, int64_t now_ms);
 
   // ---- router hints ----
-  // Keeps `unit` as a pinned one until `until_ms` (> now_ms), or, retained already, moves its
-  // end there. False, and nothing changes, when `max_retained` units are retained already.
+  // Retains `unit` until `until_ms` (> now_ms), expected to be read again at `reuse_at_ms`,
+  // or, retained already, moves both there. With `max_retained` units retained already, the
+  // retained unit ranked farthest is displaced (its retention ends) if it is expected later
+  // than `reuse_at_ms`; otherwise false, and nothing changes.
   // REQUIRES: as for Leave.
-  bool Retain(UnitId unit, int64_t until_ms, size_t max_retained, int64_t now_ms);
+  bool Retain(UnitId unit, int64_t until_ms, int64_t reuse_at_ms, size_t max_retained, int64_t now_ms);
   // Ends the unit's retention and ranks it before every other unit of its place.
   // REQUIRES: as for Leave.
   void Release(UnitId unit, int64_t now_ms);
   // Units whose retention has not ended (as of the latest pass, Retain or Release).
   size_t retained_units() const;
+  // Retentions that ended because one expected sooner took their place.
+  uint64_t displaced_retentions() const;
 
   // Units alive (in any place).
   size_t unit_count() const;
@@ -117,7 +127,7 @@ class EvictionLru {
   uint64_t reranked_total() const;
 
  private:
-  enum class Place : uint8_t { kFree, kUnpinned, kPinned, kDeferred, kCheckedOut };
+  enum class Place : uint8_t { kFree, kUnpinned, kRetained, kPinned, kDeferred, kCheckedOut };
   struct Bucket;
   struct GroupUnit {
     UnitId unit = kNoUnit;
@@ -129,6 +139,7 @@ class EvictionLru {
     int64_t last_access_ms = 0;
     int64_t pin_until_ms = 0;     // its members' pins (the latest)
     int64_t retain_until_ms = 0;  // a router's Retain; 0: none
+    int64_t reuse_at_ms = 0;      // when that router expects it read again
     bool retained = false;        // counted in retained_units_
     const std::string* name = nullptr;  // the index's key, or the registry's group name
     GroupUnit* group = nullptr;         // null for an ungrouped object
@@ -143,7 +154,8 @@ class EvictionLru {
     int64_t time_ms = 0;
     UnitId head = kNoUnit, tail = kNoUnit;
   };
-  // Units ordered by a time: recency for the ranked places, the end for the deferred one.
+  // Units ordered by a time: recency for unpinned and pinned, the expected reuse negated for
+  // retained (the farthest first), the end for deferred.
   using TimeOrder = std::map<int64_t, Bucket>;
   struct PinEnd {
     int64_t pin_until_ms;
@@ -161,9 +173,12 @@ class EvictionLru {
   void FileLocked(UnitId id, int64_t blocked_until_ms, int64_t now_ms);
   void ReleaseDueLocked(int64_t now_ms);
   static int64_t MaxPin(const GroupUnit& group);
-  // Pinned until: its members' pins or its retention, whichever ends later.
-  static int64_t PinOf(const Unit& u) { return std::max(u.pin_until_ms, u.retain_until_ms); }
+  // Where a unit that is not deferred is ranked at `now_ms`: pinned while a member's pin runs,
+  // else retained while its retention runs, else unpinned.
+  static Place RankedPlace(const Unit& u, int64_t now_ms);
   void EndRetentionLocked(Unit& u);
+  // Ends the retention of the retained unit expected farthest, if later than `reuse_at_ms`.
+  bool DisplaceFarthestLocked(int64_t reuse_at_ms, int64_t now_ms);
   // Files a ranked unit again after its pin or recency changed; a deferred or checked-out one
   // is filed with the change when it comes back.
   void RankAgainLocked(UnitId id, int64_t now_ms);
@@ -172,13 +187,14 @@ class EvictionLru {
   mutable std::mutex mu_;
   std::deque<Unit> units_;        // guarded by mu_; ids index it, addresses are stable
   std::vector<UnitId> free_ids_;  // guarded by mu_
-  TimeOrder unpinned_, pinned_, deferred_;  // guarded by mu_
-  // When each pinned unit's pin ends; entries of units that moved since are skipped.
+  TimeOrder unpinned_, retained_, pinned_, deferred_;  // guarded by mu_
+  // When each pin or retention ends; entries of units that moved since are skipped.
   std::priority_queue<PinEnd, std::vector<PinEnd>, std::greater<PinEnd>> pin_ends_;  // mu_
   // Keyed by views of the registry's names (see JoinGroup).
   std::unordered_map<std::string_view, GroupUnit, KeyHash, KeyEqual> groups_;  // guarded by mu_
   size_t live_units_ = 0;           // guarded by mu_
   size_t retained_units_ = 0;       // guarded by mu_
+  uint64_t displaced_total_ = 0;    // guarded by mu_
   uint64_t checked_out_total_ = 0;  // guarded by mu_
   uint64_t reranked_total_ = 0;     // guarded by mu_
 };

@@ -122,16 +122,16 @@ TEST_F(EvictionLruTest, ARetainedUnitComesAfterUnpinnedOnesUntilItsRetentionEnds
   auto group = lru_.JoinGroup(g, 10, 0, 0, now_);
   auto a = Add("a", 5);
   Add("b", 20);
-  ASSERT_TRUE(lru_.Retain(group, now_ + 500, 10, now_));
-  ASSERT_TRUE(lru_.Retain(a, now_ + 100, 10, now_));
+  ASSERT_TRUE(lru_.Retain(group, now_ + 500, now_ + 500, 10, now_));
+  ASSERT_TRUE(lru_.Retain(a, now_ + 100, now_ + 100, 10, now_));
   EXPECT_EQ(lru_.retained_units(), 2u);
-  EXPECT_EQ(Peek(), (Names{"b", "a", "g"}));  // pinned ones by recency
+  EXPECT_EQ(Peek(), (Names{"b", "g", "a"}));  // retained ones expected last first
   lru_.JoinGroup(g, 30, 0, 0, now_);           // a member joins: still retained
-  EXPECT_EQ(Peek(), (Names{"b", "a", "g"}));
-  now_ += 100;                                 // a's retention ends
+  EXPECT_EQ(Peek(), (Names{"b", "g", "a"}));
+  now_ += 100;                                 // a's retention ends: unpinned, by its recency
   EXPECT_EQ(Peek(), (Names{"a", "b", "g"}));
   EXPECT_EQ(lru_.retained_units(), 1u);
-  ASSERT_TRUE(lru_.Retain(group, now_ + 1000, 10, now_));  // moved later: still one
+  ASSERT_TRUE(lru_.Retain(group, now_ + 1000, now_ + 1000, 10, now_));  // moved later: still one
   EXPECT_EQ(lru_.retained_units(), 1u);
   now_ += 500;
   EXPECT_EQ(Peek(), (Names{"a", "b", "g"}));
@@ -147,13 +147,40 @@ TEST_F(EvictionLruTest, RetentionIsBoundedAndFreedByUnitsThatLeave) {
   auto a = Add("a", 10);
   auto b = Add("b", 20);
   auto c = Add("c", 30);
-  EXPECT_TRUE(lru_.Retain(a, now_ + 100, 2, now_));
-  EXPECT_TRUE(lru_.Retain(b, now_ + 100, 2, now_));
-  EXPECT_FALSE(lru_.Retain(c, now_ + 100, 2, now_));
+  EXPECT_TRUE(lru_.Retain(a, now_ + 100, now_ + 100, 2, now_));
+  EXPECT_TRUE(lru_.Retain(b, now_ + 100, now_ + 100, 2, now_));
+  EXPECT_FALSE(lru_.Retain(c, now_ + 100, now_ + 100, 2, now_));  // expected no sooner
   EXPECT_EQ(Peek(), (Names{"c", "a", "b"}));
   lru_.Leave(a, 0, now_);
   EXPECT_EQ(lru_.retained_units(), 1u);
-  EXPECT_TRUE(lru_.Retain(c, now_ + 100, 2, now_));
+  EXPECT_TRUE(lru_.Retain(c, now_ + 100, now_ + 100, 2, now_));
+  EXPECT_EQ(lru_.displaced_retentions(), 0u);
+}
+
+// Among retained units the one expected to be read last goes first (a session that has just
+// ended its turn before one whose turn is queued), whatever their recency, and at the bound a
+// retention expected sooner takes the place of the one expected last, which is plain LRU again.
+TEST_F(EvictionLruTest, RetainedUnitsGoFarthestExpectedReuseFirstAndASoonerOneTakesTheFarthestsPlace) {
+  auto queued = Add("queued", 10);
+  auto waiting = Add("waiting", 20);
+  auto just_served = Add("just-served", 30);
+  auto arrived = Add("arrived", 5);
+  Add("pinned", 1, /*pin_until_ms=*/9000);
+  ASSERT_TRUE(lru_.Retain(queued, now_ + 600, now_, 3, now_));
+  ASSERT_TRUE(lru_.Retain(waiting, now_ + 600, now_ + 100, 3, now_));
+  ASSERT_TRUE(lru_.Retain(just_served, now_ + 600, now_ + 300, 3, now_));
+  EXPECT_EQ(Peek(), (Names{"arrived", "just-served", "waiting", "queued", "pinned"}));
+  lru_.Touch(just_served, now_ + 1);  // a read does not change what the router expects
+  EXPECT_EQ(Peek(), (Names{"arrived", "just-served", "waiting", "queued", "pinned"}));
+  // Full: expected later than every retained unit, refused; sooner, it displaces the farthest.
+  EXPECT_FALSE(lru_.Retain(arrived, now_ + 600, now_ + 400, 3, now_));
+  ASSERT_TRUE(lru_.Retain(arrived, now_ + 600, now_ + 50, 3, now_));
+  EXPECT_EQ(lru_.retained_units(), 3u);
+  EXPECT_EQ(lru_.displaced_retentions(), 1u);
+  EXPECT_EQ(Peek(), (Names{"just-served", "waiting", "arrived", "queued", "pinned"}));
+  // A retained unit's expectation moves with its next Retain.
+  ASSERT_TRUE(lru_.Retain(queued, now_ + 600, now_ + 200, 3, now_));
+  EXPECT_EQ(Peek(), (Names{"just-served", "queued", "waiting", "arrived", "pinned"}));
 }
 
 // A released unit (an ended session's chunk) goes first, pinned or not, until it is used again.
@@ -161,7 +188,7 @@ TEST_F(EvictionLruTest, AReleasedUnitIsFirstToEvictUntilUsedAgain) {
   Add("a", 10);
   auto b = Add("b", 20);
   auto c = Add("c", 30, /*pin_until_ms=*/9000);
-  ASSERT_TRUE(lru_.Retain(b, now_ + 100, 10, now_));
+  ASSERT_TRUE(lru_.Retain(b, now_ + 100, now_ + 100, 10, now_));
   lru_.Release(b, now_);
   EXPECT_EQ(lru_.retained_units(), 0u);
   EXPECT_EQ(Peek(), (Names{"b", "a", "c"}));

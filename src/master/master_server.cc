@@ -33,6 +33,9 @@ Status ValidateOptions(const MasterOptions& o) {
   if (!(o.evict_fraction > 0 && o.evict_fraction <= 1)) {
     return InvalidArgument(fmt::format("evict_fraction {} must be in (0, 1]", o.evict_fraction));
   }
+  if (!(o.max_retained_fraction >= 0 && o.max_retained_fraction <= 1)) {
+    return InvalidArgument(fmt::format("max_retained_fraction {} must be in [0, 1]", o.max_retained_fraction));
+  }
   if (o.max_lease_ms == 0 || o.default_lease_ms == 0 || o.default_lease_ms > o.max_lease_ms) {
     return InvalidArgument(fmt::format("leases need 0 < default_lease_ms ({}) <= max_lease_ms ({})",
                                        o.default_lease_ms, o.max_lease_ms));
@@ -54,6 +57,7 @@ PoolOptions PoolOptionsFrom(const MasterOptions& o) {
   PoolOptions p;
   p.high_watermark = o.high_watermark;
   p.evict_fraction = o.evict_fraction;
+  p.max_retained_fraction = o.max_retained_fraction;
   p.default_lease_ms = o.default_lease_ms;
   p.max_lease_ms = o.max_lease_ms;
   p.put_timeout_ms = o.put_timeout_ms;

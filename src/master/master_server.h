@@ -43,6 +43,8 @@ struct MasterOptions {
   uint32_t part = 0;  // the pool part this master serves; stores of another part are refused
   double high_watermark = 0.90;
   double evict_fraction = 0.05;
+  // Router hints retain at most this share of the eviction units (PoolOptions).
+  double max_retained_fraction = 0.5;
   uint64_t default_lease_ms = 5000, max_lease_ms = 60000, put_timeout_ms = 30000,
            heartbeat_ttl_ms = 5000;
   size_t shards = 16;

@@ -397,7 +397,8 @@ grpc::Status MasterService::BatchRetain(grpc::ServerContext* context, const prot
   std::shared_ptr<PoolMetadata> pool = Serving(context, CallKind::kClientWork, &refused, &caller);
   if (!pool) return refused;
   if (grpc::Status denied = MayUse(caller, request->keys()); !denied.ok()) return denied;
-  ToProto(pool->BatchRetain(KeyViews(request->keys()), request->retain_ms()), reply);
+  const uint64_t reuse_in_ms = request->has_reuse_in_ms() ? request->reuse_in_ms() : request->retain_ms();
+  ToProto(pool->BatchRetain(KeyViews(request->keys()), request->retain_ms(), reuse_in_ms), reply);
   return grpc::Status::OK;
 }
 

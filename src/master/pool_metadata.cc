@@ -663,8 +663,16 @@ void PoolMetadata::BatchExists(std::span<const std::string_view> keys, std::stri
   });
 }
 
-std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms) {
+std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms,
+                                              uint64_t reuse_in_ms) {
+  // A session waits minutes, not days; the bound also keeps now + retain_ms from overflowing.
+  constexpr uint64_t kMaxRetainMs = 24 * 3600 * 1000;
+  if (retain_ms > kMaxRetainMs) {
+    return std::vector<Status>(keys.size(), InvalidArgument(fmt::format("retain_ms {} is above the most a retention "
+                                                                        "may last ({} ms)", retain_ms, kMaxRetainMs)));
+  }
   const int64_t now = clock_->NowMs();
+  const int64_t reuse_at = now + static_cast<int64_t>(std::min(reuse_in_ms, retain_ms));
   // The bound as the call found the pool (units come and go by the thousand; one count will do).
   const size_t units = lru_.unit_count();
   const auto max_retained = static_cast<size_t>(options_.max_retained_fraction * static_cast<double>(units));
@@ -686,8 +694,9 @@ std::vector<Status> PoolMetadata::BatchRetain(std::span<const std::string_view> 
       // Not in the DRAM eviction order (on SSD, or on its way): nothing to retain here.
     } else if (retain_ms == 0) {
       lru_.Release(it->second.lru_unit, now);
-    } else if (!lru_.Retain(it->second.lru_unit, now + static_cast<int64_t>(retain_ms), max_retained, now)) {
-      out[i] = NoSpace(fmt::format("the pool retains {} of its {} eviction units already (at most {:.0f}%)",
+    } else if (!lru_.Retain(it->second.lru_unit, now + static_cast<int64_t>(retain_ms), reuse_at, max_retained, now)) {
+      out[i] = NoSpace(fmt::format("the pool retains {} of its {} eviction units already (at most {:.0f}%), "
+                                   "none expected later than this one",
                                    lru_.retained_units(), units, 100 * options_.max_retained_fraction));
     }
   }
@@ -760,6 +769,7 @@ PoolStats PoolMetadata::Stat() const {
   stats.groups = groups_.group_count();
   stats.eviction_units = lru_.unit_count();
   stats.retained_units = lru_.retained_units();
+  stats.displaced_retentions = lru_.displaced_retentions();
   stats.eviction_units_visited = lru_.checked_out_total();
   stats.eviction_units_reranked = lru_.reranked_total();
   stats.rejoined_segments = rejoined_segments_.load(std::memory_order_relaxed);

@@ -78,8 +78,9 @@ struct PoolOptions {
   // store's tier file, for the client to read it from there into its own buffer (no DRAM
   // taken, no wait for a load); true loads it into the segment first and answers that copy.
   bool promote_on_hit = false;
-  // Router hints (BatchRetain) retain at most this share of the eviction units at once, so
-  // a client's pins never leave the pool nothing else to evict.
+  // Router hints (BatchRetain) retain at most this share of the eviction units at once: the
+  // rest is plain LRU, so a client that sends no hints keeps a share of the pool (a retained
+  // unit is still evicted when nothing else is left: hints never make a put fail).
   double max_retained_fraction = 0.5;
 };
 
@@ -162,6 +163,7 @@ struct PoolStats {
   uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
   uint64_t eviction_units_reranked = 0;  // units passes moved back, read since they were ranked
   uint64_t retained_units = 0;           // units a router's BatchRetain keeps (issue 18)
+  uint64_t displaced_retentions = 0;     // retentions a sooner one took the place of
   std::vector<SegmentStats> segments;
   std::vector<NamespaceUsage> namespaces;  // those with a quota
   std::vector<NamespaceHitCount> namespace_hits;  // lookups per namespace (NamespaceHits)
@@ -229,11 +231,13 @@ class PoolMetadata {
   void BatchExists(std::span<const std::string_view> keys, std::string* out);
   std::vector<Status> BatchRemove(std::span<const std::string_view> keys);
   // A router's hint (issue 18; eviction_lru.h): retain_ms > 0 keeps each key's eviction unit
-  // (its group, or itself) over units without a pin for that long; 0 releases it, first to
-  // evict. NOT_FOUND for an absent key, NOT_READY for a put not ended, NO_SPACE when
-  // max_retained_fraction of the units are retained already; a key not in DRAM (on SSD, or
-  // on its way there) is OK and unchanged.
-  std::vector<Status> BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms);
+  // (its group, or itself) over units without a pin for that long, expected to be read again
+  // in reuse_in_ms (at most retain_ms; retained units needed last are evicted first); 0
+  // releases it, first to evict. NOT_FOUND for an absent key, NOT_READY for a put not ended,
+  // NO_SPACE when max_retained_fraction of the units are retained already and none of them is
+  // expected later, INVALID_ARGUMENT for every key when retain_ms is above a day; a key not in
+  // DRAM (on SSD, or on its way there) is OK and unchanged.
+  std::vector<Status> BatchRetain(std::span<const std::string_view> keys, uint64_t retain_ms, uint64_t reuse_in_ms);
 
   PoolStats Stat() const;
 

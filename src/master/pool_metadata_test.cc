@@ -653,8 +653,8 @@ TEST_F(PoolMetadataTest, RetainedKeysOutliveOthersAndReleasedOnesGoFirst) {
     clock_.AdvanceMs(10);
   }
   const std::vector<std::string_view> waiting = {"waiting"}, ended = {"ended"};
-  ASSERT_TRUE(pool_->BatchRetain(waiting, 1000)[0].ok());
-  ASSERT_TRUE(pool_->BatchRetain(ended, 0)[0].ok());
+  ASSERT_TRUE(pool_->BatchRetain(waiting, 1000, 1000)[0].ok());
+  ASSERT_TRUE(pool_->BatchRetain(ended, 0, 0)[0].ok());
   EXPECT_EQ(pool_->Stat().retained_units, 1u);
   EXPECT_EQ(pool_->EvictAtLeast(kObject * 2), kObject * 2);
   EXPECT_FALSE(Exists("ended"));  // released: first, though the most recent
@@ -666,10 +666,20 @@ TEST_F(PoolMetadataTest, RetainedKeysOutliveOthersAndReleasedOnesGoFirst) {
   EXPECT_EQ(pool_->Stat().retained_units, 0u);
 
   const std::vector<std::string_view> all = {"b", "c", "absent"};
-  const std::vector<Status> out = pool_->BatchRetain(all, 1000);  // 2 units: at most 1 retained
+  const std::vector<Status> out = pool_->BatchRetain(all, 1000, 900);  // 2 units: at most 1 retained
   EXPECT_TRUE(out[0].ok());
   EXPECT_EQ(out[1].code(), StatusCode::kNoSpace) << out[1].ToString();
   EXPECT_EQ(out[2].code(), StatusCode::kNotFound);
+  // Expected sooner than "b", "c" takes its place: "b" is plain LRU again, and goes first.
+  const std::vector<std::string_view> c = {"c"};
+  ASSERT_TRUE(pool_->BatchRetain(c, 1000, 100)[0].ok());
+  EXPECT_EQ(pool_->Stat().retained_units, 1u);
+  EXPECT_EQ(pool_->Stat().displaced_retentions, 1u);
+  EXPECT_EQ(pool_->EvictAtLeast(kObject), kObject);
+  EXPECT_FALSE(Exists("b"));
+  EXPECT_TRUE(Exists("c"));
+  // A retention longer than a day is a mistake (or a malformed call), refused whole.
+  EXPECT_EQ(pool_->BatchRetain(c, UINT64_MAX, 0)[0].code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(PoolMetadataTest, ExpiredPinIsPlainLru) {

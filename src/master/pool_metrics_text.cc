@@ -21,6 +21,9 @@ void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out) 
   metric("kvpool_master_retained_units", "gauge",
          "Eviction units a router's retention hint keeps over units without a pin (BatchRetain).",
          stats.retained_units);
+  metric("kvpool_master_displaced_retentions_total", "counter",
+         "Retentions ended because the bound was reached and one expected to be read sooner took their place.",
+         stats.displaced_retentions);
   metric("kvpool_master_eviction_units_visited_total", "counter",
          "Units eviction passes looked at (evicted, deferred or passed over).",
          stats.eviction_units_visited);

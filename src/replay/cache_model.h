@@ -46,7 +46,8 @@ class CacheModel final : public engine::RequestSink {
   void Submit(engine::DeploymentRequest request, std::function<void(const engine::RequestRecord&)> on_done) override;
   const engine::ModelGeometry& geometry() const override { return options_.geometry; }
   bool uses_pool() const override { return options_.geometry.pool_tokens > 0; }
-  void RetainSession(std::span<const connector::TokenId>, std::chrono::milliseconds) override {}
+  void RetainSession(std::span<const connector::TokenId>, std::chrono::milliseconds,
+                     std::chrono::milliseconds) override {}
   void ReleaseSession(std::span<const connector::TokenId>) override {}
 
   uint64_t pool_evicted_chunks() const { return pool_.evicted(); }

@@ -18,7 +18,8 @@ PoolConnection::~PoolConnection() {
 
 Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts,
                                                                      const EmbeddedSsd& ssd,
-                                                                     std::chrono::milliseconds read_lease) {
+                                                                     std::chrono::milliseconds read_lease,
+                                                                     double max_retained_fraction) {
   if (parts == 0) return InvalidArgument("an embedded pool needs at least one part");
   constexpr uint64_t kAlign = uint64_t{2} << 20;
   std::vector<std::unique_ptr<embedded::EmbeddedPool>> started;
@@ -28,6 +29,7 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
   eo.ssd_bytes = ssd.bytes / parts;
   eo.ssd_max_object_bytes = ssd.max_object_bytes;
   eo.ssd_dir = ssd.dir;
+  eo.max_retained_fraction = max_retained_fraction;
   for (uint32_t k = 0; k < parts; ++k) {
     eo.part = k;
     auto pool = embedded::EmbeddedPool::Start(eo);

@@ -33,9 +33,11 @@ class PoolConnection {
   // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
   // huge pages needed) and, with `ssd`, an SSD tier of ssd.bytes / parts.
   // `read_lease`: what the client's lookups ask for (0: the master's default; ReplayRunOptions).
+  // `max_retained_fraction`: each master's bound on retention hints (master::PoolOptions).
   static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1,
                                                                const EmbeddedSsd& ssd = {},
-                                                               std::chrono::milliseconds read_lease = {});
+                                                               std::chrono::milliseconds read_lease = {},
+                                                               double max_retained_fraction = 0.5);
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
                                                          proto::RpcCredentials credentials = {},
                                                          std::chrono::milliseconds read_lease = {},

@@ -126,19 +126,21 @@ void ReplayDriver::SendMain(Tree& tree) {
   const size_t turn = tree.next_turn;
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
-  // The turn arrived: its history must last until prefill restores it, however long it queues.
-  RetainPrompt(tree.last_prompt, options_.idle_cap_s);
+  // The turn arrived: its history must last until prefill restores it, however long it queues,
+  // and is needed before that of any session still waiting for its next turn.
+  RetainPrompt(tree.last_prompt, options_.idle_cap_s, 0);
   Send(tree, tree.trace->requests[turn], counted,
        [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); },
        options_.session_retention ? &tree.last_prompt : nullptr);
 }
 
-void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s) {
+void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s, double reuse_in_s) {
   if (!options_.session_retention || !sink_->uses_pool() || prompt.empty()) return;
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
   const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
-  sink_->RetainSession(prompt, ttl);
+  const auto reuse_in = std::chrono::milliseconds(static_cast<int64_t>(1000 * reuse_in_s * pace));
+  sink_->RetainSession(prompt, ttl, reuse_in);
 }
 
 void ReplayDriver::ReleasePrompt(std::vector<connector::TokenId>* prompt) {
@@ -169,13 +171,13 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
   }
   tree.next_turn = turn + 1;
   if (options_.arrival_rate > 0) {  // the next arrival decides when
-    RetainPrompt(tree.last_prompt, options_.idle_cap_s);
+    RetainPrompt(tree.last_prompt, options_.idle_cap_s, options_.idle_cap_s);
     tree.main_timer_done = true;
     TrySendMain(tree);
     return;
   }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
-  RetainPrompt(tree.last_prompt, gap);
+  RetainPrompt(tree.last_prompt, gap, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);
@@ -237,13 +239,13 @@ void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index
   std::vector<connector::TokenId>* prompt = nullptr;
   if (options_.session_retention) {
     prompt = &tree.subagent_prompts[subagent];
-    RetainPrompt(*prompt, options_.idle_cap_s);
+    RetainPrompt(*prompt, options_.idle_cap_s, 0);
   }
   Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const engine::RequestRecord&) {
     const trace::Subagent& s = t->trace->subagents[subagent];
     if (index + 1 >= s.requests.size()) return OnSubagentDone(*t, subagent);
     const double gap = CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s());
-    if (auto it = t->subagent_prompts.find(subagent); it != t->subagent_prompts.end()) RetainPrompt(it->second, gap);
+    if (auto it = t->subagent_prompts.find(subagent); it != t->subagent_prompts.end()) RetainPrompt(it->second, gap, gap);
     sim_->After(gap, [this, t, subagent, index, counted] { SendSubagentRequest(*t, subagent, index + 1, counted); });
   }, prompt);
 }

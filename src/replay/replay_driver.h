@@ -57,9 +57,11 @@ struct ReplayOptions {
   int64_t max_output_tokens = 0;  // > 0: recorded output lengths capped at this (max_tokens)
   // The router's hints to the pool (issue 18; Deployment::RetainSession): after each main turn
   // the session's history is retained for about its wait before the next turn (the recorded
-  // gap, capped; with paced arrivals, the idle cap), and again when the next turn arrives, for
-  // the idle cap, so that it lasts while the turn queues for prefill; in the pool's real time
-  // at the run's current pace (wall seconds per emulated second) with a margin of 2x. When its
+  // gap, capped; with paced arrivals, the idle cap), expected back at the gap's end, and again
+  // when the next turn arrives, for the idle cap and expected at once, so that it lasts while
+  // the turn queues for prefill and goes before waiting sessions' histories; in the pool's
+  // real time at the run's current pace (wall seconds per emulated second), retentions with a
+  // margin of 2x. When its
   // tree ends, released. A subagent's history likewise, from its first turn until it is done.
   // false: plain LRU. Without a pool, nothing is sent.
   bool session_retention = false;
@@ -105,7 +107,9 @@ class ReplayDriver final : public TraceDriver {
             std::vector<connector::TokenId>* prompt = nullptr);
   // Retention hints: tells the pool to keep the history whose latest prompt is `prompt` (a main
   // session's or a subagent's) for about `wait_s` emulated seconds; no-op without hints.
-  void RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s);
+  // Retains `prompt`'s history for about `wait_s` emulated seconds, its next use expected in
+  // `reuse_in_s` (0: a turn of it is queued).
+  void RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s, double reuse_in_s);
   // The history ended: released (first to evict), and `prompt` cleared.
   void ReleasePrompt(std::vector<connector::TokenId>* prompt);
   void Record(const engine::RequestRecord& record);

@@ -104,7 +104,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
                               : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers,
                                                               parts,
                                                               EmbeddedSsdFor(options, split ? 1 : topology.servers, parts),
-                                                              options.read_lease);
+                                                              options.read_lease, options.max_retained_fraction);
       if (!p.ok()) return p.status();
       spdlog::debug("replay: {}", (*p)->description());
       pools.push_back(std::move(p).value());

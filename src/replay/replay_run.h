@@ -53,6 +53,8 @@ struct ReplayRunOptions {
   // pools' temporary folders).
   uint64_t ssd_tokens = 0;
   std::string ssd_dir;
+  // Embedded pools only: the masters' bound on retention hints (master::PoolOptions).
+  double max_retained_fraction = 0.5;
   // A split pool on existing pools: one per server, in server order (empty: embedded ones).
   std::vector<client::PoolParts> server_pools;
   // What the replay brings to existing pools (--auth-file, --tls-ca); embedded pools need none.

@@ -321,7 +321,10 @@ TEST_F(StorageServiceTest, RemountsAfterMaxLeaseWhenTheRejoinIsRefused) {
   EXPECT_EQ(mounts[1].endpoint.store_id(), store->store_id());
 
   const auto deadline = steady_clock::now() + kPatience;
-  while (store->segment_id() != 2 && steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  // The store takes its new id before it counts the remount: wait for both.
+  while ((store->segment_id() != 2 || store->remounts() == 0) && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
   ASSERT_EQ(store->segment_id(), 2u);
   EXPECT_EQ(store->remounts(), 1u);
   EXPECT_EQ(master_.refused_rejoins(), 1);
