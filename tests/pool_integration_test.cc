@@ -384,15 +384,16 @@ TEST(PoolIntegration, AStoreKilledMidDemotionComesBackFromItsFileWithNoWrongOrPa
     return n;
   };
   // Kill the moment the master has heard of part of a group's demotion (objects on SSD not a
-  // multiple of the group size: the rest are on their way), or, should that moment never be
-  // seen, once demotions have gone on for a while.
+  // multiple of the group size: the rest are on their way) after at least one whole group, so
+  // that something must come back; or, should that moment never be seen, once demotions have
+  // gone on for a while.
   uint64_t before = 0;
   bool mid_group = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline && attempted.load() < kMaxGroups) {
     auto stats = c->Stat();
     before = stats.ok() && !stats->segments.empty() ? stats->segments[0].ssd_objects : 0;
-    mid_group = before % kStages != 0;
+    mid_group = before > kStages && before % kStages != 0;
     if (mid_group || before >= 400) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
