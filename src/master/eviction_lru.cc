@@ -284,8 +284,7 @@ bool EvictionLru::DisplaceFarthestLocked(int64_t reuse_at_ms, int64_t now_ms) {
   Unit& f = units_[farthest];
   if (f.reuse_at_ms <= reuse_at_ms) return false;
   EndRetentionLocked(f);
-  UnlinkLocked(farthest);
-  FileLocked(farthest, 0, now_ms);
+  RankAgainLocked(farthest, now_ms);
   ++displaced_total_;
   return true;
 }
