@@ -82,4 +82,5 @@ with open("docs/results/cluster.json", "w") as f:
     json.dump(result, f, indent=1)
 print(json.dumps(result, indent=1))
 EOF
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/cluster.json  # the commit measured
 /usr/bin/python3 scripts/render_cluster_benchmarks.py

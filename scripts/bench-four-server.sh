@@ -10,7 +10,8 @@
 # admission wait, output capped at 32,000). Then the same at half the prefill GPU cache (the
 # sensitivity the results discuss), and the fidelity check of the single-server no-pool
 # collapse: the same loads with every lane started at once and with the starts spread out.
-# Writes docs/results/{four-server,production,four-server-half-cache,fidelity}.json,
+# Writes docs/results/{four-server,production,four-server-half-cache,fidelity}.json (each with
+# the run's commit, command, date and machine: scripts/bench_machine.py stamp),
 # docs/img/four-server-*.png and the four-server section of docs/benchmarks.md
 # (scripts/render_four_server_benchmarks.py).
 #
@@ -42,6 +43,7 @@ COMMAND="kvpool replay ${ARGS[*]}"
 "$KVPOOL" --log-level warn replay "${ARGS[@]}" --json "$OUT/four-server.json" | tee "$OUT/four-server.txt"
 "$KVPOOL" report "$OUT/four-server.json" --out "$OUT" | tee -a "$OUT/four-server.txt"
 cp "$OUT/four-server.json" docs/results/four-server.json
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/four-server.json --command "$COMMAND"
 production_args() {  # RATES
   PARGS=(--synth "$TRACES" --seed "$SEED" --topology 4x8-6p2d --sessions "$LANES" --arrival poisson --rate "$1"
          --prefill tp4 --duration "$PRODUCTION_DURATION" --warmup 0 --admission-wait 30 --max-output 32000
@@ -51,6 +53,7 @@ production_args "$RATES"
 PRODUCTION_COMMAND="kvpool replay ${PARGS[*]}"
 "$KVPOOL" --log-level warn replay "${PARGS[@]}" --json "$OUT/production.json" | tee "$OUT/production.txt"
 cp "$OUT/production.json" docs/results/production.json
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/production.json --command "$PRODUCTION_COMMAND"
 FIDELITY_COMMAND=""
 HALF_COMMAND=""
 if [ "$EXTRA" = 1 ]; then
@@ -69,6 +72,7 @@ doc = {"command": command, "prefill_cache_tokens": 4500000,
        "agentx": json.load(open(agentx))["runs"], "production": json.load(open(production))["runs"]}
 json.dump(doc, open("docs/results/four-server-half-cache.json", "w"), indent=1)
 PY
+  /usr/bin/python3 scripts/bench_machine.py stamp docs/results/four-server-half-cache.json
   FARGS=(--synth "$TRACES" --seed "$SEED" --sessions 72,112 --duration 600 --mode no-pool)
   FIDELITY_COMMAND="kvpool replay ${FARGS[*]} --ramp 0|$RAMP"
   for ramp in 0 "$RAMP"; do
@@ -82,6 +86,7 @@ doc = {"command": command, "arms": [{"ramp_s": 0, "runs": json.load(open(togethe
                                     {"ramp_s": float(ramp), "runs": json.load(open(spread))["runs"]}]}
 json.dump(doc, open("docs/results/fidelity.json", "w"), indent=1)
 PY
+  /usr/bin/python3 scripts/bench_machine.py stamp docs/results/fidelity.json
 fi
-/usr/bin/python3 scripts/render_four_server_benchmarks.py "$OUT" "$COMMAND" "$PRODUCTION_COMMAND"
+/usr/bin/python3 scripts/render_four_server_benchmarks.py "$OUT"
 echo "bench-four-server: results and plots in $OUT; wrote docs/benchmarks.md"

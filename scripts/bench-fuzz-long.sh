@@ -27,13 +27,18 @@ fi
 # Targets run now replace their rows; rows of targets not run now are kept with their own date,
 # so the slow trace-loader targets can run apart from the rest.
 import datetime, json, os, subprocess, sys
+sys.path.insert(0, "scripts")
+from bench_machine import git_commit  # noqa: E402
 path = "docs/results/fuzz-long.json"
 summary, runs_target, max_seconds, parallel, only = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 today = datetime.date.today().isoformat()
-if parallel:  # machine.txt of scripts/fuzz-parallel.sh: nproc, uname, cpu, date (UTC) of that machine
+if parallel:  # machine.txt of scripts/fuzz-parallel.sh: nproc, uname, cpu, date (UTC) of that machine,
+    # the commit its bundle was built from (scripts/fuzz-bundle.sh)
     info = dict(l.split(": ", 1) for l in open(os.path.join(parallel, "machine.txt")).read().splitlines())
     today, cpu, cores, uname = info["date"], info["cpu"], info["nproc"], info["uname"]
+    commit = info.get("commit", "unknown")
 else:
+    commit = git_commit()  # what scripts/fuzz.sh built just now
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     cores, uname = os.cpu_count(), subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
 machine = f"{uname}, {cores} cores ({cpu})"
@@ -44,7 +49,7 @@ for line in open(summary):
     t = json.loads(line)
     if only and t["target"] not in only:
         continue
-    t.update(date=today, machine=machine, runs_target=runs_target,
+    t.update(date=today, machine=machine, commit=commit, runs_target=runs_target,
              max_seconds=sum(c["bound"] for c in t["calls"]) if parallel else max_seconds)
     if parallel:
         t["command"] = "scripts/fuzz-parallel.sh"

@@ -42,5 +42,6 @@ print(json.dumps({
                + f", {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
     "runs": runs}, indent=1))
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/index-cost.json  # the commit measured
 /usr/bin/python3 scripts/render_reliability.py
 echo "== wrote docs/results/index-cost.json and docs/reliability.md"

@@ -65,5 +65,6 @@ print(json.dumps({"command": "scripts/bench-master-restart.sh", "date": datetime
                   "replay": "kvpool replay --master M " + sys.argv[2], "kill_after_s": int(sys.argv[3]),
                   "arms": arms}, indent=1))
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/master-restart.json  # the commit measured
 /usr/bin/python3 scripts/render_reliability.py
 cat docs/results/master-restart.json

@@ -34,5 +34,6 @@ print(json.dumps({
                + f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30} GiB",
     "lookup": lookup, "scale": scale}, indent=1))
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/master-scale.json  # the commit measured
 /usr/bin/python3 scripts/render_master_scale.py
 echo "== wrote docs/results/master-scale.json and the master-scale section of docs/benchmarks.md"

@@ -50,5 +50,6 @@ json.dump({"command": "scripts/bench-plan.sh", "date": datetime.date.today().iso
            "loads": loads},
           open("docs/results/plan.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/plan.json  # the commit measured
 /usr/bin/python3 scripts/render_plan_benchmarks.py
 echo "bench-plan: docs/results/plan.json and docs/benchmarks.md updated"

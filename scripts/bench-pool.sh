@@ -4,7 +4,9 @@
 # and memcached over unix sockets (pipelined), raw loopback TCP, and the master's batch calls.
 # Every process is real and separate: master, storage service, bench client.
 #
-# usage: scripts/bench-pool.sh [RESULTS_DIR]   (raw JSON lands there; default bench-results/)
+# usage: scripts/bench-pool.sh [RESULTS_DIR]   (each program's raw JSON lands there; default
+# bench-results/; what the page is drawn from is gathered into docs/results/pool-core.json, committed,
+# with the run's commit, command, date and machine)
 # Run it on a quiet machine: figures are medians over repetitions, compared as ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +60,26 @@ build/src/transfer/kvpool_transfer_bench --reps 7 --json | tee "$RESULTS/transfe
 echo "== master: BatchExists (1,000-key batches) and BatchPutStart+End (128) with 4 client threads"
 build/bench/kvpool_master_bench --threads 4 --seconds 3 --json | tee "$RESULTS/master.json"
 
-/usr/bin/python3 scripts/render_benchmarks.py "$RESULTS" > "$WORK/benchmarks.md"
-mv "$WORK/benchmarks.md" docs/benchmarks.md
-echo "== wrote docs/benchmarks.md"
+/usr/bin/python3 - "$RESULTS" "scripts/bench-pool.sh${1:+ $1}" <<'PY'
+import json, os, shlex, sys
+sys.path.insert(0, "scripts")
+from bench_machine import describe_run  # noqa: E402
+results, command = sys.argv[1:3]
+settings = [f"{k}={shlex.quote(os.environ[k])}" for k in ("SIZES", "PHASE_BYTES", "REPEAT", "HUGEPAGES") if k in os.environ]
+command = " ".join(settings + [command])
+def lines(name):
+    path = os.path.join(results, name)
+    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+backing = os.path.join(results, "store-backing.txt")
+doc = {"command": command, **describe_run(),
+       "store_backing": open(backing).read().strip() if os.path.exists(backing) else None,
+       "shm": lines("pool-shm.jsonl"), "tcp": lines("pool-tcp.jsonl"), "shm_batches": lines("pool-shm-batches.jsonl"),
+       "redis": lines("redis.jsonl"), "memcached": lines("memcached.jsonl"),
+       "transfer": json.load(open(os.path.join(results, "transfer.json"))),
+       "master": json.load(open(os.path.join(results, "master.json")))}
+with open("docs/results/pool-core.json", "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+PY
+/usr/bin/python3 scripts/render_benchmarks.py
+echo "== wrote docs/results/pool-core.json and the pool section of docs/benchmarks.md"

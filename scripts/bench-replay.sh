@@ -25,9 +25,10 @@ COMMAND="kvpool replay --synth $TRACES --seed $SEED --sessions $SESSIONS --durat
 "$KVPOOL" --log-level warn replay --synth "$TRACES" --seed "$SEED" --sessions "$SESSIONS" --duration "$DURATION" \
   --mode "$MODE" --json "$OUT/replay.json" | tee "$OUT/replay.txt"
 "$KVPOOL" report "$OUT/replay.json" --out "$OUT" | tee -a "$OUT/replay.txt"
-# The raw results are committed beside the page they render (docs/results/).
+# The raw results are committed beside the page they render (docs/results/), with the run's
+# command, commit, date and machine.
 mkdir -p docs/results && cp "$OUT/replay.json" docs/results/replay-synthetic.json
-# docs/benchmarks.md's replay section (and docs/img/replay-*.png), written whole or not at all.
-/usr/bin/python3 scripts/render_replay_benchmarks.py "$OUT/replay.json" "$OUT" "$COMMAND" > "$OUT/benchmarks.md"
-mv "$OUT/benchmarks.md" docs/benchmarks.md
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/replay-synthetic.json --command "$COMMAND"
+# docs/benchmarks.md's replay section (and docs/img/replay-*.png).
+/usr/bin/python3 scripts/render_replay_benchmarks.py "$OUT"
 echo "bench-replay: results and plots in $OUT; wrote docs/benchmarks.md"

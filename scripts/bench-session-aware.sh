@@ -13,7 +13,9 @@
 # docs/benchmarks.md by scripts/render_session_aware_benchmarks.py.
 #
 # Each arm runs REPS times with the same seed: leases and hints run in real time, so runs differ;
-# the page reports each arm's median run and the range of its reuse.
+# the page reports each arm's median run by reuse and the range of its reuse. Keep REPS odd (the
+# default is 3): with an even REPS there is no median run, the JSON's "median" holds the better of
+# the two middle runs (with 2, the better run) and the page says so instead of "median".
 #
 # usage: [SESSIONS="96 112"] [SIZES="20000000 32000000"] [DURATION=600] [REPS=3] [BUILD=build] scripts/bench-session-aware.sh
 # (BUILD: the build folder, scripts/bench_build.sh.)
@@ -55,7 +57,7 @@ def arm(n, size, name):
     runs = [json.load(open(os.path.join(out, f"{n}-{size}-{name}-{r}.json")))["runs"][0]
             for r in range(1, int(reps) + 1)]
     runs.sort(key=lambda r: r["token_sources"]["reuse"])
-    median = runs[len(runs) // 2]
+    median = runs[len(runs) // 2]  # the median when reps is odd; else the better of the two middle runs
     kept = {k: median[k] for k in KEEP}
     kept["retention_keys"] = median["deployment"].get("retention_keys", 0)
     kept["retention_refused"] = median["deployment"].get("retention_refused", 0)
@@ -69,5 +71,6 @@ json.dump({"command": "scripts/bench-session-aware.sh", "date": datetime.date.to
                      for n in sessions.split()]},
           open("docs/results/session-aware.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/session-aware.json  # the commit measured
 /usr/bin/python3 scripts/render_session_aware_benchmarks.py
 echo "bench-session-aware: docs/results/session-aware.json and docs/benchmarks.md updated"

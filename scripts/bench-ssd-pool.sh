@@ -39,5 +39,6 @@ json.dump({"command": "scripts/bench-ssd-pool.sh", "date": datetime.date.today()
            "fio_read_gbps": job["bw_bytes"] / 1e9},
           open("docs/results/ssd-pool.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/ssd-pool.json  # the commit measured
 /usr/bin/python3 scripts/render_ssd_benchmarks.py
 echo "bench-ssd-pool: docs/results/ssd-pool.json and docs/benchmarks.md updated"

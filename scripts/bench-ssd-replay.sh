@@ -57,5 +57,6 @@ json.dump({"command": "scripts/bench-ssd-replay.sh", "date": datetime.date.today
            "unlimited": run("unlimited"), "sizes": sizes},
           open("docs/results/ssd-replay.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/ssd-replay.json  # the commit measured
 /usr/bin/python3 scripts/render_ssd_benchmarks.py
 echo "bench-ssd-replay: docs/results/ssd-replay.json and docs/benchmarks.md updated"

@@ -74,5 +74,6 @@ json.dump({"command": "scripts/bench-ssd.sh", "date": datetime.date.today().isof
            "passes": [json.loads(l) for l in open(raw)]},
           open("docs/results/ssd-io.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/ssd-io.json  # the commit measured
 /usr/bin/python3 scripts/render_ssd_benchmarks.py
 echo "bench-ssd: docs/results/ssd-io.json and docs/benchmarks.md updated"

@@ -54,5 +54,6 @@ with open("docs/results/ucx-transport.json", "w") as f:
     json.dump(result, f, indent=1)
     f.write("\n")
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/ucx-transport.json  # the commit measured
 /usr/bin/python3 scripts/render_ucx_benchmarks.py
 echo "wrote docs/results/ucx-transport.json and the ucx section of docs/benchmarks.md"

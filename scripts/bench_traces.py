@@ -23,7 +23,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 RESULTS = os.path.join(ROOT, "docs", "results")
@@ -147,12 +146,6 @@ def bench_replay(kvpool, sample, work, sessions, duration):
     return {"command": " ".join(["kvpool"] + args), "runs": runs}
 
 
-def machine():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    from render_benchmarks import machine as describe
-    return describe()
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -169,8 +162,11 @@ def main():
         sys.exit(f"bench_traces: {kvpool} not built (cmake --build {a.build} --target kvpool)")
     os.makedirs(a.work, exist_ok=True)
     os.makedirs(RESULTS, exist_ok=True)
-    header = {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
-              "command": " ".join(["scripts/bench_traces.py"] + sys.argv[1:])}
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from bench_machine import describe_run
+    run = describe_run()  # the commit measured, the date and the machine
+    header = {"date": run["date"], "machine": run["machine"],
+              "command": " ".join(["scripts/bench_traces.py"] + sys.argv[1:]), "commit": run["commit"]}
     steps = {
         "trace-load.json": lambda: {"rows": bench_load(kvpool, a.sample, a.work, a.corpus_mb, a.repeats)},
         "trace-compare.json": lambda: bench_compare(kvpool, a.sample, a.work),

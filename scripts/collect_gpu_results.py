@@ -5,8 +5,11 @@ section of docs/benchmarks.md from. Nothing is typed in: every figure is a bench
 gtest report or the check's summary table.
 
 usage: collect_gpu_results.py OUT_DIR DATE COMMAND > docs/results/gpu-check.json
-  OUT_DIR  the run's folder (gpu.txt, host.txt, *_test.json, *_bench.json, replay-gpu.json and
-           summary.txt, the check's verdict table; or console.log, the run's whole output)
+  OUT_DIR  the run's folder (gpu.txt, host.txt, commit.txt, *_test.json, *_bench.json,
+           replay-gpu.json and summary.txt, the check's verdict table; or console.log, the run's
+           whole output)
+The commit measured is OUT_DIR/commit.txt (gpu-check.sh: the bundle's), else .gpu-bundle/commit.txt
+here, else "unknown".
 """
 import json
 import os
@@ -29,7 +32,12 @@ def gtest_counts(report):
 def main():
     out_dir, date, command = sys.argv[1:4]
     path = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    r = {"date": date, "command": command}
+    r = {"date": date, "command": command, "commit": "unknown"}
+    for commit_file in (path("commit.txt"), os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                          ".gpu-bundle", "commit.txt")):
+        if os.path.exists(commit_file):
+            r["commit"] = open(commit_file).read().strip() or "unknown"
+            break
     with open(path("gpu.txt")) as f:
         r["gpu"] = [line.strip() for line in f if line.strip()]
     if os.path.exists(path("host.txt")):

@@ -26,6 +26,8 @@ fi
 
 rm -rf .fuzz-bundle/bin .fuzz-bundle/lib .fuzz-bundle/corpus  # resume/ (fuzz-parallel.sh) stays
 mkdir -p .fuzz-bundle/bin .fuzz-bundle/lib .fuzz-bundle/corpus
+# The commit built (fuzz-parallel.sh writes it to machine.txt; bench-fuzz-long.sh records it).
+/usr/bin/python3 scripts/bench_machine.py commit > .fuzz-bundle/commit.txt
 for t in "$@"; do
   [ -x build-fuzz/fuzz/"$t" ] || { echo "fuzz-bundle: build-fuzz/fuzz/$t was not built" >&2; exit 1; }
   [ -d fuzz/corpus/"$t" ] || { echo "fuzz-bundle: no seed corpus fuzz/corpus/$t" >&2; exit 1; }

@@ -30,7 +30,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTION
 
 { echo "nproc: $(nproc)"; echo "uname: $(uname -srm)"
   echo "cpu: $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "date: $(date -u +%F)"; } >"$OUT/machine.txt"
+  echo "date: $(date -u +%F)"; echo "commit: $(cat "$BUNDLE/commit.txt" 2>/dev/null || echo unknown)"; } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
 # Inputs done so far and inputs per worker-second of the earlier calls, from STATE/T/calls.jsonl.

@@ -6,9 +6,11 @@
 # compiled with -DKVPOOL_CUDA=ON for sm_90, plus every shared library they load beyond glibc,
 # libstdc++ and the CUDA driver. Output: .gpu-bundle/{bin,lib} (git-ignored). Carry that
 # folder to the GPU machine and run scripts/gpu-check.sh there; it compiles the two-file
-# Python module against that machine's Python and this core.
+# Python module against that machine's Python and this core. .gpu-bundle/commit.txt names the
+# commit built (scripts/bench_machine.py), which gpu-check.sh hands on to the results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+COMMIT=$(/usr/bin/python3 scripts/bench_machine.py commit)
 BUILD=${BUILD:-build-gpu}
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPOOL_CUDA=ON -DKVPOOL_BENCH=ON \
@@ -18,6 +20,7 @@ ninja -C "$BUILD" -j "${JOBS:-$(nproc)}" $programs kvpool_python_core
 
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle/bin .gpu-bundle/lib
+echo "$COMMIT" > .gpu-bundle/commit.txt
 for p in $programs; do
   f=$(find "$BUILD" -name "$p" -type f -perm -u+x | head -1)
   [ -n "$f" ] || { echo "gpu-bundle: $p was not built" >&2; exit 1; }

@@ -36,6 +36,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > 
 echo "== GPU: $(cat "$OUT/gpu.txt")"
 { nproc; lscpu | grep "Model name"; "$PY" -c "import torch; print('torch', torch.__version__)"
   grep PRETTY_NAME /etc/os-release; } > "$OUT/host.txt" 2>/dev/null
+# The commit measured (collect_gpu_results.py records it): the bundle's, else this checkout's.
+if [ -d .gpu-bundle/bin ] && [ -f .gpu-bundle/commit.txt ]; then cp .gpu-bundle/commit.txt "$OUT/commit.txt"
+else "$PY" scripts/bench_machine.py commit > "$OUT/commit.txt" 2>/dev/null || rm -f "$OUT/commit.txt"; fi
 
 PYMOD=""  # folder holding the kvpool Python module, when there is one
 if [ -d .gpu-bundle/bin ]; then

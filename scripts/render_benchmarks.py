@@ -1,30 +1,20 @@
 #!/usr/bin/env python3
-"""Renders the pool-core section of docs/benchmarks.md from scripts/bench-pool.sh's raw JSON.
+"""Renders the pool-core section of docs/benchmarks.md from the raw results scripts/bench-pool.sh
+commits in docs/results/pool-core.json; and the helpers every renderer of that page shares
+(spliced_page and write_section write each section's freshness stamp: scripts/freshness.py).
 
-usage: render_benchmarks.py RESULTS_DIR  (prints the whole file: other sections are kept as
-they are; the pool section between its markers is replaced)
+usage: render_benchmarks.py [POOL_CORE.json]   (rewrites docs/benchmarks.md between its pool markers)
 """
-import datetime
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import freshness  # noqa: E402
+
 BEGIN, END = "<!-- pool:begin -->", "<!-- pool:end -->"
-
-
-def load_lines(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "pool-core.json")
 
 
 def size_name(n):
@@ -34,36 +24,23 @@ def size_name(n):
     return f"{n} B"
 
 
-def machine():
-    cpu = "unknown cpu"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.split("\n")[1].split()[1]
-    return f"{os.cpu_count()} cores ({cpu}), {mem} GiB, Linux {platform.release()}"
-
-
-def render(results):
-    shm = {r["value_size"]: r for r in load_lines(f"{results}/pool-shm.jsonl")}
-    tcp = {r["value_size"]: r for r in load_lines(f"{results}/pool-tcp.jsonl")}
-    batches = load_lines(f"{results}/pool-shm-batches.jsonl")
-    redis = {r["value_size"]: r for r in load_lines(f"{results}/redis.jsonl")}
-    memcached = {r["value_size"]: r for r in load_lines(f"{results}/memcached.jsonl")}
-    transfer = load(f"{results}/transfer.json")
-    master = load(f"{results}/master.json")
+def render(r):
+    shm = {x["value_size"]: x for x in r["shm"]}
+    tcp = {x["value_size"]: x for x in r["tcp"]}
+    batches = r.get("shm_batches", [])
+    redis = {x["value_size"]: x for x in r.get("redis", [])}
+    memcached = {x["value_size"]: x for x in r.get("memcached", [])}
+    transfer, master = r["transfer"], r["master"]
     out = []
     w = out.append
     w(BEGIN)
     w("## Pool core (issue: master, store, client, transfer)")
     w("")
-    w(f"Measured {datetime.date.today()} on {machine()} — the project's 2-core CPU machine, shared "
+    w(f"Measured {r['date']} on {r['machine']} — the project's 2-core CPU machine, shared "
       "and noisy, so every figure is a median over repetitions and the verdicts are ratios taken "
-      "inside one run. Regenerate with `scripts/bench-pool.sh` (raw JSON in `bench-results/`).")
+      "inside one run. Regenerate with `scripts/bench-pool.sh` (raw results in `docs/results/pool-core.json`).")
     w("")
-    backing = open(f"{results}/store-backing.txt").read().strip() if os.path.exists(f"{results}/store-backing.txt") else "?"
-    w(f"Store: {backing}.")
+    w(f"Store: {r.get('store_backing') or '?'}.")
     w("")
     w("Setup: `kvpool master` and `kvpool store --memory 2GiB` as separate processes, "
       "`kvpool bench` as the client process; 1 client thread, batches of 8 values; each repetition "
@@ -152,9 +129,11 @@ def render(results):
 
 def spliced_page(section, begin, end):
     """docs/benchmarks.md with what lies between the markers `begin` and `end` replaced by
-    `section` (which carries the markers itself); appended when the page has no such markers."""
+    `section` (which carries the markers itself); appended when the page has no such markers.
+    The section's freshness stamps are written in (scripts/freshness.py)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "benchmarks.md")
     existing = open(path).read() if os.path.exists(path) else "# kvpool benchmarks\n"
+    section = freshness.stamped(section, "docs/benchmarks.md")
     if begin in existing and end in existing:
         head, rest = existing.split(begin, 1)
         return head + section + rest.split(end, 1)[1]
@@ -179,7 +158,11 @@ def write_section(section, begin, end):
 
 
 def main():
-    print(spliced_page(render(sys.argv[1]), BEGIN, END), end="")
+    path = sys.argv[1] if len(sys.argv) > 1 else RESULTS
+    if not os.path.exists(path):
+        sys.exit(f"render_benchmarks: no {path}: run scripts/bench-pool.sh (it writes it)")
+    with open(path) as f:
+        write_section(render(json.load(f)), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 """Renders the four-server section of docs/benchmarks.md from the raw results that
 scripts/bench-four-server.sh commits in docs/results/: four-server.json (experiment 1, the
 AgentX sweep), production.json (experiment 2, the production-style replay) and, when present,
-four-server-half-cache.json and fidelity.json. Copies experiment 1's plots from PLOTS_DIR to
-docs/img/four-server-*.png and draws experiment 2's into docs/img/four-server-production-*.png.
+four-server-half-cache.json, four-server-cluster.json and fidelity.json. Every command, date and
+machine on the page is the results' own. With PLOTS_DIR (the run's `kvpool report` plots of
+experiment 1), copies them to docs/img/four-server-*.png and draws experiment 2's into
+docs/img/four-server-production-*.png; without it the page's plots stay as they are.
 
-usage: render_four_server_benchmarks.py PLOTS_DIR COMMAND PRODUCTION_COMMAND
+usage: render_four_server_benchmarks.py [PLOTS_DIR]
 """
-import datetime
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_report  # noqa: E402
-from render_benchmarks import copy_plots, machine, write_section  # noqa: E402
+from render_benchmarks import copy_plots, write_section  # noqa: E402
 from render_replay_benchmarks import pct  # noqa: E402
 
 BEGIN, END = "<!-- four-server:begin -->", "<!-- four-server:end -->"
@@ -264,12 +265,13 @@ def production_plots():
         copy_plots(tmp, "four-server-production")
 
 
-def render(plots, command, production_command):
-    agentx = load_results("four-server.json")["runs"]
-    production = load_results("production.json")["runs"]
+def render(plots=None):
+    first, second = load_results("four-server.json"), load_results("production.json")
+    agentx, production = first["runs"], second["runs"]
+    command, production_command = first["command"], second["command"]
     out = [BEGIN, "## Four servers, shared pool vs split pools (issue: the four-server experiment)", ""]
     wall = sum(r["wall_s"] for r in agentx + production)
-    out += [f"Run {datetime.date.today()} on {machine()} (`scripts/bench-four-server.sh`; {wall / 60:.0f} min of "
+    out += [f"Run {first['date']} on {first['machine']} (`scripts/bench-four-server.sh`; {wall / 60:.0f} min of "
             "wall time for both experiments). The emulated cluster (`src/engine/topology.h`, `4x8-6p2d`): 4 "
             "servers × 8 GPUs, 6 prefill + 2 decode (TP4 + DCP4) instances in two groups, no prefill on its own "
             "group's decode server; a router per group places every request by power of two choices; one KV "
@@ -317,15 +319,16 @@ def render(plots, command, production_command):
     if fid:
         out += fidelity(fid, agentx) + [""]
     out.append(END)
-    copy_plots(plots, "four-server")
-    production_plots()
+    if plots:
+        copy_plots(plots, "four-server")
+        production_plots()
     return "\n".join(out)
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) > 2:
         sys.exit(__doc__)
-    write_section(render(*sys.argv[1:4]), BEGIN, END)
+    write_section(render(*sys.argv[1:]), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 RESULTS = os.path.join(ROOT, "docs", "results")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import freshness  # noqa: E402
 
 
 def load(name):
@@ -83,16 +85,49 @@ def restart_section(data):
     return out
 
 
+def failed_failovers(arm):
+    """The kills of an arm after which no master was seen to lead in time, as sentences. Older
+    results have no "elected" field: there, a new leader of "none" is such a kill (the wait ran
+    out), whatever the time recorded beside it."""
+    failed = []
+    for k in arm["events"]:
+        after = k.get("new_leader", k.get("leader_after"))
+        if k.get("elected") is False or after in ("none", "unknown"):
+            if "failure" in k:
+                what = k["failure"]
+            elif "killed" in k:
+                what = f"master {k['killed']} killed, no other master was seen to lead within the wait"
+            else:
+                what = "etcd killed, no master was seen to lead within the wait after it was back"
+            if after == "unknown":
+                what += " (a master's `/metrics` did not answer, so it could not be told)"
+            what += (f"; each master's `/metrics` last said: {k['probed']}" if k.get("probed") else
+                     "; what each master said was not recorded")
+            failed.append(f"kill {k['kill']}: {what}")
+        if k.get("leader_while_down") == "unknown":
+            failed.append(f"kill {k['kill']}: a master's `/metrics` did not answer while etcd was down, so "
+                          f"whether a master still led then cannot be told ({k.get('probed_while_down', '')})")
+    return failed
+
+
 def failover_section(data):
     arms = {a["arm"]: a for a in data["arms"]}
     calm, kills, etcd = arms["undisturbed"], arms["leader-kills"], arms["etcd-kills"]
-    elected = [k["elected_after_s"] for k in kills["events"]]
-    rejoined = [k["rejoined_after_s"] for k in kills["events"]]
-    kept = [k["objects_after"] / k["objects_before"] for k in kills["events"] if k["objects_before"]]
-    back = [k["leads_after_back_s"] for k in etcd["events"]]
-    etcd_kept = [k["objects_after"] / k["objects_before"] for k in etcd["events"] if k["objects_before"]]
-    same_leader = sum(k["leader_before"] == k["leader_after"] for k in etcd["events"])
-    led_while_down = sum(k["leader_while_down"] != "none" for k in etcd["events"])
+    failed = {name: failed_failovers(arms[name]) for name in ("leader-kills", "etcd-kills")}
+    # The times below are of the failovers that completed: a failed one's wait ran out, and its
+    # time is the wait's bound, not a failover's.
+    done = [k for k in kills["events"] if k.get("elected") is not False and k.get("new_leader") not in ("none", "unknown")]
+    etcd_done = [k for k in etcd["events"]
+                 if k.get("elected") is not False and k.get("leader_after") not in ("none", "unknown")]
+    elected = [k["elected_after_s"] for k in done]
+    rejoined = [k["rejoined_after_s"] for k in done if k.get("rejoined_after_s") is not None]
+    kept = [k["objects_after"] / k["objects_before"] for k in done if k["objects_before"]]
+    back = [k["leads_after_back_s"] for k in etcd_done]
+    etcd_kept = [k["objects_after"] / k["objects_before"] for k in etcd_done if k["objects_before"]]
+    probed = [k for k in etcd["events"] if "leader_while_down" in k]
+    same_leader = sum(k["leader_before"] == k["leader_after"] for k in etcd_done)
+    led_while_down = sum(k["leader_while_down"] not in ("none", "unknown") for k in probed)
+    unknown_while_down = sum(k["leader_while_down"] == "unknown" for k in probed)
     out = ["## The leader killed again and again, and etcd too (*measured*)", "",
            f"A real etcd, {data['masters']} `kvpool master --etcd` processes for one part (leader lease "
            f"{data['leader_ttl_s']} s, takeover grace {data['takeover_grace_ms']} ms) and {data['stores']} "
@@ -104,25 +139,47 @@ def failover_section(data):
            f"and started again on its data. Command `{data['command']}`, {data['date']}, {data['machine']}. "
            "Token shares are the replay's (*emulated* time, real KV bytes through the real pool).", "",
            "| | undisturbed | leader killed | etcd killed |", "|---|---:|---:|---:|"]
+    if failed["leader-kills"] or failed["etcd-kills"]:  # first thing under the heading
+        out[2:2] = ["**FAILED: a failover did not complete.** " + " ".join(
+                        f"{'Leader' if name == 'leader-kills' else 'etcd'} kills: " + "; ".join(lines) + "."
+                        for name, lines in failed.items() if lines)
+                    + " The medians and maxima below are of the failovers that completed.", ""]
     def row(label, f):
         out.append(f"| {label} | {f(calm)} | {f(kills)} | {f(etcd)} |")
     row("kills", lambda a: f"{len(a['events'])}")
+    row("failed kills (no master seen to lead in time, or a probe unanswered)", lambda a: f"{len(failed_failovers(a))}"
+        + ("" if not failed_failovers(a) else " **FAILED**"))
     replay_rows(row)
     row("longest stall behind the replay's pace (wall s)", lambda a: f"{a['max_lag_s']:.2f}")
-    out += ["", "| leader killed | median | max |", "|---|---:|---:|",
-            f"| another master leads, after the kill (s) | {statistics.median(elected):.2f} | {max(elected):.2f} |",
-            f"| both stores rejoined it, after the kill (s) | {statistics.median(rejoined):.2f} | {max(rejoined):.2f} |",
-            f"| objects after / objects just before | {statistics.median(kept):.3f} | min {min(kept):.3f} |",
-            "", "| etcd killed | median | max |", "|---|---:|---:|",
-            f"| a master leads again, after etcd is back (s) | {statistics.median(back):.2f} | {max(back):.2f} |",
-            f"| objects after / objects just before | {statistics.median(etcd_kept):.3f} | min {min(etcd_kept):.3f} |",
-            "",
-            f"While etcd was down past the lease, {led_while_down} of {len(etcd['events'])} probes found a master "
-            "still leading (each master's `/metrics` is read once the lease has run out). "
-            f"The master that led before etcd went away led again after it in {same_leader} of "
-            f"{len(etcd['events'])} kills. The token shares match across arms because a pool call that meets a "
-            "failover waits for the new leader within its deadline instead of missing: the emulated clock does "
-            "not see the wait, the stall row does (real time the replay fell behind its pace). Objects can "
+
+    def stats(values, low=False):
+        if not values:
+            return "– | –"
+        return (f"{statistics.median(values):.3f} | min {min(values):.3f}" if low else
+                f"{statistics.median(values):.2f} | {max(values):.2f}")
+    out += ["", f"| leader killed ({len(done)} failovers completed of {len(kills['events'])}) | median | max |",
+            "|---|---:|---:|",
+            f"| another master leads, after the kill (s) | {stats(elected)} |",
+            f"| both stores rejoined it, after the kill (s) | {stats(rejoined)} |",
+            f"| objects after / objects just before | {stats(kept, low=True)} |",
+            "", f"| etcd killed ({len(etcd_done)} failovers completed of {len(etcd['events'])}) | median | max |",
+            "|---|---:|---:|",
+            f"| a master leads again, after etcd is back (s) | {stats(back)} |",
+            f"| objects after / objects just before | {stats(etcd_kept, low=True)} |",
+            ""]
+    if probed and all("probed_while_down" in k for k in probed):
+        down = (f"While etcd was down past the lease, {led_while_down} of {len(probed)} probes found a master "
+                f"still leading and {unknown_while_down} could not tell (a master's `/metrics` did not answer, "
+                "asked again for a second); each master's `/metrics` is read once the lease has run out.")
+    else:
+        down = (f"While etcd was down past the lease, {led_while_down} of {len(probed)} probes found a master "
+                "still leading (each master's `/metrics` is read once the lease has run out; this run counted a "
+                "master whose `/metrics` did not answer as not leading, so it cannot tell a silent master from "
+                "a standby).")
+    out += [down + f" The master that led before etcd went away led again after it in {same_leader} of "
+            f"{len(etcd_done)} completed failovers. The token shares match across arms because a pool call that "
+            "meets a failover waits for the new leader within its deadline instead of missing: the emulated clock "
+            "does not see the wait, the stall row does (real time the replay fell behind its pace). Objects can "
             "differ across a kill because the replay keeps putting and evicting meanwhile.", ""]
     return out
 
@@ -230,27 +287,67 @@ def checksum_cost_section(data):
     return out
 
 
+def soak_corruptions(data):
+    """What the soak's corrupt faults did: (the fault table's cell, the checksum row's "after ..."). A
+    corruption is injected only by a SIGUSR2 that flipped bits (one that finds no complete object in
+    the store's segment flips none). Older results (no "corruptions_injected") recorded only how many
+    signals the stores answered, so they cannot tell how many flipped bits; they say so."""
+    if "corruptions_injected" in data:
+        sent, injected, bits = data["corrupt_signals_sent"], data["corruptions_injected"], data["bits_flipped"]
+        none, silent = data["corrupt_signals_flipped_none"], data["corrupt_signals_unanswered"]
+        cell = (f"{sent} signals: {injected} injected a corruption ({bits} bits flipped, one each in a randomly "
+                f"picked object), {none} flipped nothing (no complete object in the segment), {silent} unanswered")
+        return cell, (f"after {injected} corruptions injected, {bits} bits flipped in all; an object may have been "
+                      "picked twice")
+    sent = sum(1 for f in data["faults"] if f["fault"] == "corrupt")
+    answered = data["corrupt_signals_applied"]
+    return (f"{sent} signals ({answered} answered by the store; how many bits each flipped was not recorded, "
+            "and a signal that finds no complete object in the segment flips none)",
+            f"after {answered} corrupt signals answered by a store; this run did not record how many bits "
+            "each flipped, so how many corruptions were injected is unknown")
+
+
 def soak_section(data):
     r = data["replay_result"]
     counts = {}
     for f in data["faults"]:
         counts[f["fault"]] = counts.get(f["fault"], 0) + 1
+    corrupt_cell, corrupt_after = soak_corruptions(data)
+    # Older results have no "throttle": soak.sh then shaped only the store's end, at 8 Mbit/s.
+    shaped = data.get("throttle", {}).get(
+        "shaped", "the store's outbound traffic only (a tc tbf on the store's end of its veth; what it "
+                  "receives was not shaped)")
+    # Older results predate the SSD tier, UCX and retention hints in the soak: none of them ran.
+    ssd = data.get("store_ssd_mib", 0)
+    extras = (f", each with an SSD tier of {ssd} MiB under its segment (a restarted store brings back what its "
+              "file holds)" if ssd else ", no SSD tier")
+    extras += ("; the stores serve UCX (over tcp) and the replay moves its bytes over it"
+               if data.get("transport") == "ucx" else "; bytes over kvpool's tcp transport")
+    extras += ("; the replay's router sends retention hints" if data.get("retention") == "session"
+               else "; no retention hints")
     out = ["## Fault-injection soak (*measured*)", "",
            f"A real etcd, {data['masters']} `kvpool master --etcd` (HA) and {data['stores']} `kvpool store --etcd` "
-           f"({data['store_memory_mib']} MiB each), every store in its own network namespace behind a veth on one "
-           f"bridge, under `{data['replay']}`, while a fault injector (seed {data['seed']}) broke something every "
+           f"({data['store_memory_mib']} MiB each{extras}), every store in its own network namespace behind a veth "
+           f"on one bridge, under `{data['replay']}`, while a fault injector (seed {data['seed']}) broke something every "
            f"{data['fault_interval_s']} s. Command `{data['command']}` (as root), {data['date']}, {data['machine']}. "
-           "Token shares are the replay's (*emulated* time, real KV bytes through the real pool).", "",
-           "| fault | times |", "|---|---:|"]
-    for name in ("store-kill", "store-stop", "master-kill", "link-down", "throttle", "corrupt"):
+           "Token shares are the replay's (*emulated* time, real KV bytes through the real pool). The faults: "
+           "*store-kill* `kill -9` a store and start it again (a new, empty segment); *store-stop* `SIGSTOP` a "
+           "store past the heartbeat TTL, then `SIGCONT`; *master-kill* `kill -9` the leading master and start "
+           "it again as a standby; *link-down* the store's port on the bridge down, then up; *throttle* "
+           f"{data.get('throttle', {}).get('rate_mbit', 8)} Mbit/s on {shaped}, then lifted; *corrupt* `SIGUSR2` "
+           "to a store, whose fault hook flips one bit in each of a fixed number of randomly picked objects "
+           "of its segment (none when the segment holds no complete object).", "",
+           "| fault | times |", "|---|---|"]
+    for name in ("store-kill", "store-stop", "master-kill", "link-down", "throttle"):
         out.append(f"| {name} | {counts.get(name, 0)} |")
+    out.append(f"| corrupt | {corrupt_cell} |")
     sources = r.get("token_sources") or {}
     out += ["", "| check | result |", "|---|---|",
             f"| wrong bytes served (replay verification errors) | {r['verification_errors']} |",
             f"| requests completed / failed | {r['requests']} / {r['failed_requests']} |",
             f"| replay ended in time (no hang) | {'yes' if not data['hung'] and data['replay_exit_code'] == 0 else 'NO'} |",
             f"| corrupt objects caught by checksum (restores that fell back) | {r.get('restore_corrupt_objects', 0)} "
-            f"(after {data['corrupt_signals_applied']} corruptions of 16 objects each) |",
+            f"({corrupt_after}) |",
             f"| restore errors / failed saves (fell back to computing / not cached) | {r.get('restore_errors')} / "
             f"{r.get('save_failures')} |",
             f"| pool share of prompt tokens, reuse | {100 * sources.get('pool_share', 0):.1f}%, "
@@ -265,9 +362,34 @@ def soak_section(data):
     return out
 
 
+def ci_time_section(data):
+    """What CI's `.ci/run` costs, stage by stage, against the 90-minute limit and the 45-minute target."""
+    stages = data["test_sh"]["stages"]
+    total = data["total_seconds"]
+    out = ["## CI time (*measured*)", "",
+           f"`.ci/run` (`scripts/install-deps.sh`, then `scripts/test.sh`) on a fresh clone of `{data['commit'][:7]}` "
+           f"in a temporary folder, every build from nothing; command `{data['command']}`, {data['date']}, "
+           f"{data['machine']}. These 2-core machines vary about 2x between runs, so the stages compare only "
+           "within one run; CI stops a run at 90 minutes, and the suite keeps under 45 to leave room to grow. "
+           "install-deps.sh found its packages installed here; on a fresh CI machine it also downloads them.", "",
+           "| stage | seconds | minutes | share |", "|---|---:|---:|---:|",
+           f"| install-deps.sh (apt) | {data['install_deps_seconds']:,} | {data['install_deps_seconds'] / 60:.1f} | "
+           f"{100 * data['install_deps_seconds'] / total:.0f}% |"]
+    for s in stages:
+        out.append(f"| {s['stage']} | {s['seconds']:,} | {s['seconds'] / 60:.1f} | {100 * s['seconds'] / total:.0f}% |")
+    unstaged = data["test_sh"]["seconds"] - sum(s["seconds"] for s in stages)
+    out.append(f"| configure and the rest of test.sh | {unstaged:,} | {unstaged / 60:.1f} | {100 * unstaged / total:.0f}% |")
+    verdict = "within" if total <= 45 * 60 else "above"
+    out += [f"| **total** | **{total:,}** | **{total / 60:.1f}** | |", "",
+            f"{total / 60:.1f} minutes: {verdict} the 45-minute target"
+            + ("" if data["test_sh"]["passed"] else "; **test.sh failed in this run**") + ".", ""]
+    return out
+
+
 def main():
     lines = ["# Reliability", "",
-             "Rendered by `scripts/render_reliability.py` from the raw results in `docs/results/`.", ""]
+             "Rendered by `scripts/render_reliability.py` from the raw results in `docs/results/`.", "",
+             freshness.ABOUT, ""]
     cost = load("index-cost.json")
     restart = load("master-restart.json")
     failover = load("master-failover.json")
@@ -286,7 +408,11 @@ def main():
         lines += soak_section(soak)
     if fuzz:
         lines += fuzz_section(fuzz)
-    open(os.path.join(ROOT, "docs", "reliability.md"), "w").write("\n".join(lines))
+    ci_time = load("ci-time.json")
+    if ci_time:
+        lines += ci_time_section(ci_time)
+    page = freshness.stamped("\n".join(lines), "docs/reliability.md")  # every section's stamp line
+    open(os.path.join(ROOT, "docs", "reliability.md"), "w").write(page)
 
 
 if __name__ == "__main__":

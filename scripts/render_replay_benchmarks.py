@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""Renders the replay section of docs/benchmarks.md from `kvpool replay --json` results
-(scripts/bench-replay.sh runs both).
+"""Renders the replay section of docs/benchmarks.md from docs/results/replay-synthetic.json, the
+`kvpool replay --json` results scripts/bench-replay.sh commits (with the run's command, commit,
+date and machine).
 
-usage: render_replay_benchmarks.py RESULTS.json PLOTS_DIR COMMAND
-Prints the whole of docs/benchmarks.md: other sections are kept as they are; the replay section
-between its markers is replaced (appended when there is none). The plots in PLOTS_DIR are
-copied to docs/img/ so the page can show them.
+usage: render_replay_benchmarks.py [PLOTS_DIR]
+Rewrites docs/benchmarks.md between the replay markers (appended when there are none). The plots
+in PLOTS_DIR (`kvpool report`'s, of the same results) are copied to docs/img/ so the page can
+show them; without it the page's plots stay as they are.
 """
-import datetime
 import json
 import os
 import sys
 
-from render_benchmarks import copy_plots, machine, spliced_page
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from render_benchmarks import copy_plots, write_section  # noqa: E402
 
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
+RESULTS = os.path.join(DOCS, "results", "replay-synthetic.json")
 
 
 def pct(x):
@@ -26,7 +28,8 @@ def monotonic(values, rising):
     return all((b >= a) if rising else (b <= a) for a, b in zip(values, values[1:]))
 
 
-def render(runs, command):
+def render(doc):
+    runs = doc["runs"]
     pool = sorted((r for r in runs if r["mode"] == "pool"), key=lambda r: r["sessions"])
     nopool = {r["sessions"]: r for r in runs if r["mode"] != "pool"}
     out = []
@@ -34,7 +37,7 @@ def render(runs, command):
     w(BEGIN)
     w("## Agent replay on the emulated 8-GPU P/D server (issue: replay)")
     w("")
-    w(f"Measured {datetime.date.today()} on {machine()} with `{command}` "
+    w(f"Measured {doc['date']} on {doc['machine']} with `{doc['command']}` "
       "(`scripts/bench-replay.sh`; raw results in `docs/results/replay-synthetic.json`). Compute is emulated by the cost model (`src/engine/cost_model.cc`, "
       "calibrated to the published server), so throughput and TTFT are in emulated time and do not "
       "depend on this machine's load; KV movement is real: every restore goes through the pool "
@@ -106,11 +109,11 @@ def render(runs, command):
 
 
 def main():
-    results, plots, command = sys.argv[1], sys.argv[2], sys.argv[3]
-    with open(results) as f:
-        runs = json.load(f)["runs"]
-    copy_plots(plots, "replay")
-    print(spliced_page(render(runs, command), BEGIN, END), end="")
+    with open(RESULTS) as f:
+        text = render(json.load(f))
+    if len(sys.argv) > 1:
+        copy_plots(sys.argv[1], "replay")
+    write_section(text, BEGIN, END)
 
 
 if __name__ == "__main__":

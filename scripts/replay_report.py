@@ -143,23 +143,28 @@ def plot_token_sources(runs, out, published=False):
     ax.bar(xs, computed, bottom=[g + p for g, p in zip(gpu, pool)], color="tab:gray", label="computed")
     ax.scatter(xs, ceiling, marker="_", s=400, color="black", zorder=3, label="trace reuse ceiling")
     if published:  # the published pool share, over our runs at the same load
-        marks = [(x, 100 * PUBLISHED["pool_share"][load(r)] + g) for x, r, g in zip(xs, runs, gpu)
+        marks = [(x, 100 * PUBLISHED["pool_share"][load(r)], g) for x, r, g in zip(xs, runs, gpu)
                  if r.get("arrival_rate", 0) == 0 and load(r) in PUBLISHED["pool_share"] and arm(r) != "no-pool"]
-        if marks:
-            ax.scatter([m[0] for m in marks], [m[1] for m in marks], marker="D", facecolors="none",
-                       edgecolors="black", zorder=4, label="published pool share (top, over our GPU share)")
-    for x, g, p in zip(xs, gpu, pool):
-        ax.annotate(f"{g + p:.0f}%", (x, g + p), textcoords="offset points", xytext=(0, -12), ha="center",
-                    fontsize=8, color="white")
+        if marks:  # a share that would end above 100% stops at the top; its value is under the bar
+            ax.scatter([m[0] for m in marks], [min(g + share, 100) for _, share, g in marks], marker="D",
+                       facecolors="none", edgecolors="black", zorder=4, clip_on=False,
+                       label="published pool share (over our GPU share)")
+            for x, share, _ in marks:
+                labels[x] += f"\npublished\npool {share:.0f}%"
+    for x, g, p in zip(xs, gpu, pool):  # inside the bar's top, or just above a bar too short to hold it
+        inside = g + p >= 10
+        ax.annotate(f"{g + p:.0f}%", (x, g + p), textcoords="offset points", xytext=(0, -12 if inside else 3),
+                    ha="center", fontsize=8, color="white" if inside else "black")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("share of prompt tokens (%)")
     ax.set_ylim(0, 100)
     unit = "req/s" if any(r.get("arrival_rate", 0) > 0 for r in runs) else "sessions"
-    ax.set_title(f"Where prompt tokens came from ({unit} / arm; measured in the real pool)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"Where prompt tokens came from\n({unit} / arm; shares measured in the real pool)", fontsize=11)
+    # Beside the bars, never over them or the markers.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "token_sources.png"), dpi=120)
+    fig.savefig(os.path.join(out, "token_sources.png"), dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -65,4 +65,5 @@ for arm in ("shared", "split"):
 json.dump({"command": command, "rail_gbps": float(gbps), "runs": arms},
           open("docs/results/four-server-cluster.json", "w"), indent=1)
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/four-server-cluster.json  # commit, date, machine
 echo "run-cluster: results in $OUT and docs/results/four-server-cluster.json"

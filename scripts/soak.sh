@@ -9,15 +9,23 @@
 #
 # The pool: a real etcd and 2 `kvpool master --etcd` (HA) in network namespace kvsoak-c with the
 # replay, and STORES `kvpool store --etcd` each in its own namespace (kvsoak-s1, ...), all on
-# one bridge; every process has its own host id, so bytes move over tcp through the veths.
+# one bridge; every process has its own host id, so bytes move through the veths. By default
+# every store has an SSD tier under its segment (SSD_MIB; a restarted store brings back what its
+# file holds), the stores serve UCX over tcp besides kvpool's tcp and the replay moves its
+# bytes over it (TRANSPORT=ucx; tcp for kvpool's own), and the replay's router sends retention
+# hints (RETENTION=session; lru for none).
 # Faults, one every FAULT_INTERVAL_S, chosen by a RANDOM seeded with SEED and logged:
 #   store-kill     kill -9 a store, start it again (a new segment; its objects are gone)
 #   store-stop     SIGSTOP a store for longer than the heartbeat TTL, then SIGCONT
 #   master-kill    kill -9 the leading master, start it again as a standby
 #   link-down      set a store's link down (its switch port) for LINK_DOWN_S, then up
-#   throttle       cap a store's link at 8 Mbit/s (tc tbf) for THROTTLE_S, then lift it
-#   corrupt        SIGUSR2 a store: flips a bit in 16 random objects of its segment (a build
-#                  with -DKVPOOL_FAULT_HOOKS=ON, made here in $BUILD; never a serving build)
+#   throttle       cap a store's traffic at 8 Mbit/s each way for THROTTLE_S, then lift it: a tc
+#                  tbf on both ends of its veth (the store's eth0 shapes what it sends, the
+#                  bridge's end what it receives)
+#   corrupt        SIGUSR2 a store: flips a bit in up to 16 randomly picked objects of its segment
+#                  (none when the segment holds no complete object; a build with
+#                  -DKVPOOL_FAULT_HOOKS=ON, made here in $BUILD; never a serving build). How many it
+#                  flipped is read from the store's log; a signal that flipped none injected nothing.
 # Raw results: docs/results/soak.json (rendered into docs/reliability.md). Exit 1 when a check
 # fails.
 #
@@ -29,6 +37,13 @@ SEED=${SEED:-1}
 STORES=${STORES:-3}
 FAULT_INTERVAL_S=${FAULT_INTERVAL_S:-6}
 STORE_MEMORY_MIB=${STORE_MEMORY_MIB:-64}
+SSD_MIB=${SSD_MIB:-128}
+TRANSPORT=${TRANSPORT:-ucx}
+RETENTION=${RETENTION:-session}
+# UCX over tcp only, so its bytes cross the veths the faults break (its shared-memory transports
+# would reach a store of this host around them).
+TRANSPORT_FLAGS=(--transport "$TRANSPORT")
+[ "$TRANSPORT" = ucx ] && TRANSPORT_FLAGS+=(--ucx-tls tcp)
 HEARTBEAT_TTL_MS=2000
 LINK_DOWN_S=4
 THROTTLE_S=5
@@ -103,8 +118,11 @@ start_master() {  # start_master I
   MPID[$1]=$!; PIDS+=($!); note_pid "master$1" $!
 }
 start_store() {  # start_store I (1-based): its namespace, its address
+  local ssd=()
+  [ "$SSD_MIB" -gt 0 ] && ssd=(--ssd "$WORK/store$1.ssd" --ssd-size "${SSD_MIB}MiB")
   spawn "s$1" "$WORK/store$1.log" "$KVPOOL" store --etcd "$ETCD" --memory "${STORE_MEMORY_MIB}MiB" \
-    --listen "$NET.$(($1 + 1)):0" --shm-dir "$WORK" --no-huge-pages --heartbeat-interval-ms 200
+    --listen "$NET.$(($1 + 1)):0" --shm-dir "$WORK" --no-huge-pages --heartbeat-interval-ms 200 \
+    "${ssd[@]}" "${TRANSPORT_FLAGS[@]}"
   SPID[$1]=$!; PIDS+=($!); note_pid "store$1" $!
 }
 leader() {  # the index of the master whose /metrics says it leads, or nothing
@@ -114,8 +132,12 @@ leader() {  # the index of the master whose /metrics says it leads, or nothing
   done
   true
 }
-log_fault() {  # log_fault FAULT TARGET HELD_S
-  echo "{\"t\": $(elapsed), \"fault\": \"$1\", \"target\": \"$2\", \"held_s\": $3}" | tee -a "$WORK/faults.jsonl"
+log_fault() {  # log_fault FAULT TARGET HELD_S [MORE]: MORE is more JSON fields, e.g. '"flipped": 16'
+  echo "{\"t\": $(elapsed), \"fault\": \"$1\", \"target\": \"$2\", \"held_s\": $3${4:+, $4}}" | tee -a "$WORK/faults.jsonl"
+}
+flips() {  # flips I: N of each "fault hook: flipped a bit in N random objects" line of store I's log, one a line
+  awk '/fault hook: flipped a bit in [0-9]+ random objects/ { sub(/.*flipped a bit in /, ""); print $1 }' \
+    "$WORK/store$1.log" 2>/dev/null || true
 }
 
 : >"$WORK/pids"; : >"$WORK/faults.jsonl"
@@ -160,7 +182,7 @@ SAMPLER=$!; PIDS+=($SAMPLER)
 
 DURATION_WALL_S=$((MINUTES * 60))
 REPLAY=(--mode pool --synth 64 --sessions 16 --duration $((DURATION_WALL_S * SPEEDUP)) --speedup $SPEEDUP --seed "$SEED"
-        --prefill-cache-tokens 200000)
+        --prefill-cache-tokens 200000 --retention "$RETENTION" "${TRANSPORT_FLAGS[@]}")
 spawn c "$WORK/replay.log" "$KVPOOL" replay --etcd "$ETCD" "${REPLAY[@]}" --json "$WORK/replay.json"
 RPID=$!; PIDS+=($RPID); note_pid replay $RPID
 sleep "$WARMUP_S"
@@ -187,11 +209,20 @@ while [ "$(date +%s)" -lt "$END" ] && kill -0 "$RPID" 2>/dev/null; do
     link-down)
       ip -n "$P-fabric" link set "$P-s$s" down; log_fault "$fault" "store$s" "$LINK_DOWN_S"
       sleep "$LINK_DOWN_S"; ip -n "$P-fabric" link set "$P-s$s" up ;;
-    throttle)
+    throttle)  # both ends of the store's veth: what the store sends, and what the bridge sends it
       tc -n "$P-s$s" qdisc replace dev eth0 root tbf rate 8mbit burst 32kbit latency 400ms
-      log_fault "$fault" "store$s" "$THROTTLE_S"; sleep "$THROTTLE_S"; tc -n "$P-s$s" qdisc del dev eth0 root ;;
-    corrupt)
-      kill -USR2 "${SPID[$s]}"; log_fault "$fault" "store$s" 0 ;;
+      tc -n "$P-fabric" qdisc replace dev "$P-s$s" root tbf rate 8mbit burst 32kbit latency 400ms
+      log_fault "$fault" "store$s" "$THROTTLE_S"; sleep "$THROTTLE_S"
+      tc -n "$P-s$s" qdisc del dev eth0 root; tc -n "$P-fabric" qdisc del dev "$P-s$s" root ;;
+    corrupt)  # "flipped": the N of the store's next flip line (null: it did not answer within 5 s)
+      answered=$(flips "$s" | wc -l)
+      kill -USR2 "${SPID[$s]}"
+      flipped=null
+      for _ in $(seq 50); do
+        [ "$(flips "$s" | wc -l)" -gt "$answered" ] && { flipped=$(flips "$s" | sed -n "$((answered + 1))p"); break; }
+        sleep 0.1
+      done
+      log_fault "$fault" "store$s" 0 "\"flipped\": $flipped" ;;
   esac
   sleep "$FAULT_INTERVAL_S"
 done
@@ -206,13 +237,14 @@ while kill -0 "$RPID" 2>/dev/null; do
 done
 RC=0; wait "$RPID" || RC=$?
 touch "$WORK/stop"; wait "$SAMPLER" 2>/dev/null || true
-CORRUPTED=$(cat "$WORK"/store*.log | grep -c 'fault hook: flipped' || true)
+ANSWERED=$(for i in $(seq "$STORES"); do flips "$i"; done | wc -l)  # SIGUSR2s a store answered, 0 flips included
 
-/usr/bin/python3 - "$WORK" "$HUNG" "$RC" "$MINUTES" "$SEED" "$STORES" "$STORE_MEMORY_MIB" "$FAULT_INTERVAL_S" \
-  "${REPLAY[*]}" "$CORRUPTED" <<'PY' > docs/results/soak.json
+SSD_MIB=$SSD_MIB TRANSPORT=$TRANSPORT RETENTION=$RETENTION /usr/bin/python3 - "$WORK" "$HUNG" "$RC" "$MINUTES" "$SEED" "$STORES" "$STORE_MEMORY_MIB" "$FAULT_INTERVAL_S" \
+  "${REPLAY[*]}" "$ANSWERED" <<'PY' > docs/results/soak.json
 import datetime, json, os, subprocess, sys
-work, hung, rc, minutes, seed, stores, store_mib, interval, replay_args, corrupted = sys.argv[1:11]
+work, hung, rc, minutes, seed, stores, store_mib, interval, replay_args, answered = sys.argv[1:11]
 faults = [json.loads(l) for l in open(os.path.join(work, "faults.jsonl"))]
+corrupts = [f for f in faults if f["fault"] == "corrupt"]
 samples = [json.loads(l) for l in open(os.path.join(work, "samples.jsonl"))]
 run = {}
 if os.path.exists(os.path.join(work, "replay.json")):
@@ -239,8 +271,19 @@ print(json.dumps({
     "machine": subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
     + f", {os.cpu_count()} cores",
     "seed": int(seed), "stores": int(stores), "store_memory_mib": int(store_mib), "masters": 2,
+    "store_ssd_mib": int(os.environ["SSD_MIB"]), "transport": os.environ["TRANSPORT"],
+    "retention": os.environ["RETENTION"],
     "fault_interval_s": int(interval), "replay": "kvpool replay --etcd E " + replay_args,
-    "faults": faults, "corrupt_signals_applied": int(corrupted),
+    "faults": faults,
+    "throttle": {"rate_mbit": 8, "shaped": "each direction of the store's traffic (a tc tbf on each end of its veth)"},
+    # A corruption is injected only by a signal that flipped bits: one that found no complete
+    # object in the segment flipped none. Each flip is one bit of a randomly picked object (an
+    # object may be picked twice).
+    "corrupt_signals_sent": len(corrupts), "corrupt_signals_answered": int(answered),
+    "corruptions_injected": sum(1 for f in corrupts if (f.get("flipped") or 0) > 0),
+    "bits_flipped": sum(f.get("flipped") or 0 for f in corrupts),
+    "corrupt_signals_flipped_none": sum(1 for f in corrupts if f.get("flipped") == 0),
+    "corrupt_signals_unanswered": sum(1 for f in corrupts if f.get("flipped") is None),
     "replay_result": {k: run.get(k) for k in ("requests", "failed_requests", "first_failure",
                                               "verification_errors", "max_lag_s", "wall_s")}
     | {"token_sources": run.get("token_sources"),
@@ -253,6 +296,7 @@ print(json.dumps({
     "peak_rss_mib": {k: round(v / 1024) for k, v in sorted(peak.items())}, "rss_bounds_mib": bounds_mib,
     "hung": hung == "1", "replay_exit_code": int(rc), "checks": checks}, indent=1))
 PY
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/soak.json  # the commit measured
 /usr/bin/python3 scripts/render_reliability.py
 /usr/bin/python3 - <<'PY'
 import json, sys

@@ -1,21 +1,50 @@
 #!/usr/bin/env bash
 # Builds kvpool and runs every test: a release build (with the CUDA code where nvcc is
-# installed), then an ASan+UBSan build of everything, a TSan build of the concurrent
-# components, and a short libFuzzer run of every fuzz target. Usage: scripts/test.sh [--quick]
-# (release only).
+# installed) and its suite, the README's main job (scripts/demo.sh, tests/demo_test.sh), the
+# docs checks, a compile without UCX, then an ASan+UBSan build of everything, a TSan build of
+# the concurrent components, and a short libFuzzer run of every fuzz target. Ends with a table
+# of every stage's time. Usage: scripts/test.sh [--quick]   (release suite and main job only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
+# stage NAME COMMAND...: runs a stage and keeps its time for the table printed at exit (and
+# written as JSON to $TEST_TIMES, default build/test-times.json: scripts/bench-ci-time.sh reads it).
+STAGE_NAMES=() STAGE_SECONDS=()
+stage() {
+  local name=$1 start=$SECONDS; shift
+  "$@"
+  STAGE_NAMES+=("$name") STAGE_SECONDS+=($((SECONDS - start)))
+}
+print_times() {
+  local status=$? i json="" file=${TEST_TIMES:-build/test-times.json}
+  echo "== stage times (scripts/test.sh$([ $status = 0 ] || echo ", stopped by a failure"))"
+  for i in "${!STAGE_NAMES[@]}"; do
+    printf '  %-34s %5d s\n' "${STAGE_NAMES[$i]}" "${STAGE_SECONDS[$i]}"
+    json+="${json:+, }{\"stage\": \"${STAGE_NAMES[$i]}\", \"seconds\": ${STAGE_SECONDS[$i]}}"
+  done
+  printf '  %-34s %5d s\n' "total" "$SECONDS"
+  mkdir -p "$(dirname "$file")"
+  echo "{\"passed\": $([ $status = 0 ] && echo true || echo false), \"seconds\": $SECONDS, \"stages\": [$json]}" >"$file"
+}
+trap print_times EXIT
 configure() {  # configure DIR [cmake args...]
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DPython_EXECUTABLE=/usr/bin/python3 "$@" >/dev/null
 }
-run_suite() {  # run_suite DIR NINJA_TARGET [ctest args...]
-  local dir=$1 target=$2; shift 2
-  echo "== building $dir ($target)"
-  ninja -C "$dir" -j "$JOBS" "$target" >/dev/null
+build() {  # build DIR TARGET...
+  local dir=$1; shift
+  echo "== building $dir ($*)"
+  ninja -C "$dir" -j "$JOBS" "$@" >/dev/null
+}
+# Tests that must run where the suite runs as root (CI: network namespaces, tmpfs mounts, etcd
+# and openssl installed): there a skip of one is a failure, never a quiet pass.
+MUST_RUN=()
+[ "$(id -u)" = 0 ] && MUST_RUN=(ClusterTest TierFileTest EtcdClientTest MasterFailover ClientAuthTest)
+run_tests() {  # run_tests DIR [ctest args...]: the suite, then what it skipped and why
+  local dir=$1; shift
   echo "== testing $dir"
-  (cd "$dir" && ctest --output-on-failure -j "$JOBS" "$@")
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" --output-junit junit.xml "$@")
+  /usr/bin/python3 scripts/skipped_tests.py "$dir/junit.xml" "${MUST_RUN[@]}"
 }
 
 # Where nvcc is installed (CI has one, but no GPU) the release build compiles the CUDA code
@@ -26,14 +55,26 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 # Line tables (-g1) are all a backtrace or a sanitizer report needs, and compile a quarter
 # faster than full debug information.
 LINES_O2=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+# The docs say what is true: every src/ folder in the layout tables, every figure's freshness.
+stage "docs: layout tables" scripts/check-layout.sh
+stage "docs: freshness stamps" scripts/check-freshness.sh
 configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${LINES_O2[@]}" "${CUDA_ARGS[@]}"
-run_suite build all
+stage "release: build" build build all
+stage "release: tests" run_tests build
+# The README's first command, as a user runs it: a change that breaks it fails here.
+stage "main job (scripts/demo.sh)" tests/demo_test.sh build
 [ "${1:-}" = "--quick" ] && exit 0
+
+# "Builds without UCX" is promised: only the transfer component changes without it (its
+# ucx_absent.cc), so compiling and linking it with its test is the check.
+configure build-no-ucx -DCMAKE_BUILD_TYPE=RelWithDebInfo "${LINES_O2[@]}" -DKVPOOL_UCX=OFF -DKVPOOL_BENCH=OFF
+stage "no UCX: compile transfer" build build-no-ucx transfer_test
 
 # DeployFiles and ReportHtml check files an operator installs and a page a browser opens: the
 # release suite checks them the same way, and under ASan they only cost a minute and a half.
 configure build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_SANITIZE="address;undefined" -DKVPOOL_BENCH=OFF
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_suite build-asan all \
+stage "ASan: build" build build-asan all
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 stage "ASan: tests" run_tests build-asan \
   -E '^(DeployFiles|ReportHtml)$'
 
 # Debian's gRPC and abseil (and cpp-httplib, under the /metrics endpoint) are not built with
@@ -55,15 +96,15 @@ TSAN_SKIPS=(MasterServer StorageService Layouts/RestoreEngineTest Layouts/ShortL
   "Transports/NetworkKvHandoffTest.*/ucx" HandoffNetwork.SendersWriteOverUcx)
 configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${LINES_O2[@]}" -DKVPOOL_SANITIZE=thread \
   -DKVPOOL_BENCH=OFF
-ninja -C build-tsan -j "$JOBS" unit_tests >/dev/null
+stage "TSan: build" build build-tsan unit_tests
 for skip in "${TSAN_SKIPS[@]}"; do
   matched=$(cd build-tsan && ctest -N -R "^$skip" | sed -n 's/^Total Tests: //p')
   if [ "$matched" = 0 ]; then
     echo "scripts/test.sh: the TSan skip '$skip' matches no test" >&2; exit 1
   fi
 done
-UCX_MEM_EVENTS=no TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan unit_tests -L unit -E "^($(IFS='|'; echo "${TSAN_SKIPS[*]}"))"
+UCX_MEM_EVENTS=no TSAN_OPTIONS=halt_on_error=1 stage "TSan: tests" run_tests build-tsan -L unit -E "^($(IFS='|'; echo "${TSAN_SKIPS[*]}"))"
 # Every decoder of outside bytes under libFuzzer (ASan + UBSan), 15 s each: a regression net.
 echo "== fuzzing (scripts/fuzz.sh 15)"
-./scripts/fuzz.sh 15
+stage "fuzz: build and 15 s a target" ./scripts/fuzz.sh 15
 echo "== all suites passed"

@@ -286,6 +286,29 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
 
+  // A store's --stage-parts would route nothing (a store joins one part): refused, not ignored.
+  r = Kvpool({"store", "--pool-file", pool_file, "--part", "1", "--stage-parts", "1,0", "--memory", "8MiB"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--stage-parts"), std::string::npos) << r.output;
+  // KVPOOL_MASTER names one part's master, as --master does: --part 1 joins that master.
+  ::setenv("KVPOOL_MASTER", b.c_str(), 1);
+  ChildProcess from_env({KVPOOL_BINARY, "store", "--part", "1", "--memory", "8MiB", "--no-huge-pages", "--listen",
+                         "127.0.0.1:0", "--shm-dir", dir.string()},
+                        dir / "s2.log");
+  ::unsetenv("KVPOOL_MASTER");
+  for (int attempt = 0; attempt < 200; ++attempt) {  // until the third store is mounted
+    r = Kvpool({"stat", "--json", "--pool-file", pool_file, "--timeout-ms", "1000"});
+    if (r.exit_code == 0 && nlohmann::json::parse(r.output, nullptr, false).value("segments", nlohmann::json()).size() == 3)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_EQ(j.value("segments", nlohmann::json()).size(), 3u) << r.output << from_env.Log();
+  int on_part_1 = 0;
+  for (const auto& segment : j["segments"]) on_part_1 += segment["part"] == 1;
+  EXPECT_EQ(on_part_1, 2) << r.output;
+  from_env.Kill(SIGTERM);
+
   // One part down: stat shows the other and says which is unreachable (exit 2).
   m1.Kill(SIGKILL);
   r = Kvpool({"stat", "--pool-file", pool_file, "--timeout-ms", "500"});
@@ -298,6 +321,24 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   s0.reset();
   s1.reset();
   std::filesystem::remove_all(dir);
+}
+
+// A replay reads no KVPOOL_* variable: left over in a shell (the README's demo exports none, but a
+// user's shell may), it would make the replay dial a pool that may be gone. Its first line says
+// which pool it uses and that the variable was not read.
+TEST(Cli, AReplayUsesThePoolItsCommandLineNamesAndSaysWhich) {
+  ::setenv("KVPOOL_MASTER", "127.0.0.1:1", 1);
+  CliRun r = Kvpool({"--log-level", "warn", "replay", "--synth", "4", "--geometry", "tiny", "--sessions", "1",
+                     "--duration", "0", "--requests", "2", "--mode", "pool"});
+  ::unsetenv("KVPOOL_MASTER");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("pool: embedded", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("KVPOOL_MASTER set but not read"), std::string::npos) << r.output;
+  // Named on the command line, an unreachable pool is an error naming it.
+  r = Kvpool({"replay", "--synth", "4", "--geometry", "tiny", "--sessions", "1", "--duration", "0", "--requests", "2",
+              "--mode", "pool", "--master", "127.0.0.1:1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("pool: the running pool part0=127.0.0.1:1 (--master)"), std::string::npos) << r.output;
 }
 
 // Namespace quotas from the command line: a namespace at its quota evicts its own oldest

@@ -37,6 +37,7 @@ struct ClusterOptions {
   std::string store_ssd_size;  // each store an SSD tier of this size (kvpool store --ssd); "": none
   std::string store_ssd_max_object = "256KiB";
   std::vector<std::string> master_flags;  // more flags for `kvpool master`
+  std::string master_metrics_listen;      // the master's /metrics address; "": none
   std::vector<std::string> store_flags;   // more flags for each `kvpool store`
 };
 
@@ -53,7 +54,7 @@ class PoolCluster {
 
   // Starts `kvpool master` on the cluster's address (again, after a kill: a restart).
   void StartMaster() {
-    std::vector<std::string> args = {KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", "",
+    std::vector<std::string> args = {KVPOOL_BINARY, "master", "--listen", master_address_, "--metrics-listen", options_.master_metrics_listen,
                                      "--heartbeat-ttl-ms", std::to_string(options_.heartbeat_ttl_ms), "--lease-ms",
                                      std::to_string(options_.lease_ms)};
     args.insert(args.end(), options_.master_flags.begin(), options_.master_flags.end());

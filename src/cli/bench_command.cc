@@ -269,13 +269,18 @@ int RunBench(const BenchOptions& o) {
                         {"errors", errors}, {"first_error", first_error}};
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("kvpool bench: {} values, {} threads, batch {}, {} per phase, {} repetitions, transport {}\n",
-               FormatByteSize(o.value_size), o.threads, o.batch, FormatByteSize(phase_bytes), o.repeat, transport);
-    fmt::print("  PUT    {:7.2f} GB/s  ({:5.1f}% of memcpy)  batch p50 {:8.1f} us  p99 {:8.1f} us\n", put_m,
-               100 * put_m / copy_m, Percentile(put_lat, 0.5), Percentile(put_lat, 0.99));
-    fmt::print("  GET    {:7.2f} GB/s  ({:5.1f}% of memcpy)  batch p50 {:8.1f} us  p99 {:8.1f} us\n", get_m,
-               100 * get_m / copy_m, Percentile(get_lat, 0.5), Percentile(get_lat, 0.99));
-    fmt::print("  memcpy {:7.2f} GB/s  (same bytes on {} threads, this run)\n", copy_m, memcpy_threads);
+    // One line per figure, each saying what it means next to the bound it is measured against.
+    fmt::print("kvpool bench: {} values, {} thread{}, batch {}, {} per phase, medians of {} repetitions, over {}\n",
+               FormatByteSize(o.value_size), o.threads, o.threads == 1 ? "" : "s", o.batch, FormatByteSize(phase_bytes),
+               o.repeat, transport);
+    fmt::print("  PUT    {:7.2f} GB/s = {:.2f} of memcpy on this machine: values written into the pool "
+               "(batch p50 {:.0f} us, p99 {:.0f} us)\n",
+               put_m, put_m / copy_m, Percentile(put_lat, 0.5), Percentile(put_lat, 0.99));
+    fmt::print("  GET    {:7.2f} GB/s = {:.2f} of memcpy on this machine: values read back and checked "
+               "(batch p50 {:.0f} us, p99 {:.0f} us)\n",
+               get_m, get_m / copy_m, Percentile(get_lat, 0.5), Percentile(get_lat, 0.99));
+    fmt::print("  memcpy {:7.2f} GB/s: the same bytes copied in this process on {} thread{}, this run (the bound)\n",
+               copy_m, memcpy_threads, memcpy_threads == 1 ? "" : "s");
     if (errors) fmt::print("  ERRORS: {} batches failed; first: {}\n", errors, first_error);
   }
   return errors ? 1 : 0;

@@ -14,19 +14,27 @@ std::string Env(const char* name) {
 
 }  // namespace
 
-void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_help) {
-  auto* master = cmd->add_option("--master", flags.master, master_help + " (env KVPOOL_MASTER)")->check(HostPort());
-  auto* pool = cmd->add_option("--pool", flags.pool, "pool parts: part0=HOST:PORT,part1=HOST:PORT,... (env KVPOOL_POOL)");
+void AddPoolFlags(CLI::App* cmd, PoolFlags& flags, const std::string& master_help, PoolEnvironment environment,
+                  StageFlags stages) {
+  flags.environment = environment;
+  const bool env = environment == PoolEnvironment::kRead;
+  auto* master = cmd->add_option("--master", flags.master, master_help + (env ? " (env KVPOOL_MASTER)" : ""))
+                     ->check(HostPort());
+  auto* pool = cmd->add_option("--pool", flags.pool, std::string("pool parts: part0=HOST:PORT,part1=HOST:PORT,...") +
+                                                         (env ? " (env KVPOOL_POOL)" : ""));
   auto* file = cmd->add_option("--pool-file", flags.pool_file, "pool parts from a file: one `partK = HOST:PORT` per line");
   auto* etcd = cmd->add_option("--etcd", flags.etcd,
-                               "etcd endpoints HOST:PORT[,...]: follow the masters etcd elects (env KVPOOL_ETCD)");
+                               std::string("etcd endpoints HOST:PORT[,...]: follow the masters etcd elects") +
+                                   (env ? " (env KVPOOL_ETCD)" : ""));
   cmd->add_option("--parts", flags.parts, "with --etcd: how many parts the pool has (default 1)")
       ->check(CLI::Range(1, 1024))->needs(etcd);
   master->excludes(pool)->excludes(file)->excludes(etcd);
   pool->excludes(file)->excludes(etcd);
   file->excludes(etcd);
-  cmd->add_option("--stage-parts", flags.stage_parts,
-                  "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
+  if (stages == StageFlags::kTaken) {
+    cmd->add_option("--stage-parts", flags.stage_parts,
+                    "part of each pipeline stage's objects, e.g. 0,1,2,3 (default: stage mod parts)");
+  }
   AddClientSecurityFlags(cmd, flags.security);
   cmd->add_option_function<std::string>(
          "--transport", [&flags](const std::string& t) { flags.ucx.enabled = t == "ucx"; },
@@ -50,41 +58,60 @@ Result<transfer::UcxSettings> TransportSettings(const PoolFlags& flags) {
   return flags.ucx;
 }
 
-Result<std::optional<client::PoolParts>> ResolvePool(const PoolFlags& flags) {
+Result<NamedPool> ResolvePool(const PoolFlags& flags) {
+  const bool env = flags.environment == PoolEnvironment::kRead;
+  NamedPool named;
   Result<client::PoolParts> parts = InvalidArgument("no pool");
   if (!flags.master.empty()) {
+    named.source = "--master";
     parts = client::ParsePoolSpec(flags.master);
   } else if (!flags.pool.empty()) {
+    named.source = "--pool";
     parts = client::ParsePoolSpec(flags.pool);
   } else if (!flags.pool_file.empty()) {
+    named.source = "--pool-file";
     parts = client::ReadPoolFile(flags.pool_file);
   } else if (!flags.etcd.empty()) {
+    named.source = "--etcd";
     parts = client::PoolParts::Elected(flags.etcd, flags.parts ? flags.parts : 1);
     if (Status s = parts->Validate(); !s.ok()) parts = s;
-  } else if (const std::string env = Env("KVPOOL_POOL"); !env.empty()) {
-    parts = client::ParsePoolSpec(env);
-  } else if (const std::string env = Env("KVPOOL_MASTER"); !env.empty()) {
-    parts = client::ParsePoolSpec(env);
-  } else if (const std::string env = Env("KVPOOL_ETCD"); !env.empty()) {
-    parts = client::PoolParts::Elected(env, flags.parts ? flags.parts : 1);
+  } else if (const std::string value = Env("KVPOOL_POOL"); env && !value.empty()) {
+    named.source = "KVPOOL_POOL";
+    parts = client::ParsePoolSpec(value);
+  } else if (const std::string value = Env("KVPOOL_MASTER"); env && !value.empty()) {
+    named.source = "KVPOOL_MASTER";
+    parts = client::ParsePoolSpec(value);
+  } else if (const std::string value = Env("KVPOOL_ETCD"); env && !value.empty()) {
+    named.source = "KVPOOL_ETCD";
+    parts = client::PoolParts::Elected(value, flags.parts ? flags.parts : 1);
     if (Status s = parts->Validate(); !s.ok()) parts = s;
   } else {
-    return std::optional<client::PoolParts>();
+    return named;
   }
-  if (!parts.ok()) return parts.status();
+  if (!parts.ok()) return Status(parts.status().code(), named.source + ": " + parts.status().message());
   if (!flags.stage_parts.empty()) {
     auto stages = client::ParseStageParts(flags.stage_parts);
     if (!stages.ok()) return InvalidArgument("--stage-parts: " + stages.status().message());
     parts->stage_parts = *std::move(stages);
     KVPOOL_RETURN_IF_ERROR(parts->Validate());
   }
-  return std::optional<client::PoolParts>(*std::move(parts));
+  named.parts = *std::move(parts);
+  return named;
+}
+
+std::vector<std::string> UnreadPoolVariables(const PoolFlags& flags) {
+  std::vector<std::string> unread;
+  if (flags.environment == PoolEnvironment::kRead) return unread;
+  for (const char* name : {"KVPOOL_POOL", "KVPOOL_MASTER", "KVPOOL_ETCD"}) {
+    if (!Env(name).empty()) unread.push_back(name);
+  }
+  return unread;
 }
 
 Result<client::PoolParts> ResolvePoolOrLocal(const PoolFlags& flags) {
   auto pool = ResolvePool(flags);
   if (!pool.ok()) return pool.status();
-  return pool->has_value() ? **pool : client::PoolParts::Single("127.0.0.1:50051");
+  return pool->parts ? *pool->parts : client::PoolParts::Single("127.0.0.1:50051");
 }
 
 }  // namespace kvpool::cli

@@ -6,12 +6,14 @@
 //                 [--arrival open|closed|poisson --rate R[,R...]] [--master HOST:PORT] [--json OUT]
 // One run per (sessions, rate, arm): arms (pool scopes, no pool) are compared at each load. Without --master each
 // pool run starts its own embedded pool (master + storage service in this process, sized by
-// the geometry). A progress line is drawn on stderr when it is a terminal. Invalid traces are
+// the geometry); KVPOOL_MASTER/KVPOOL_POOL/KVPOOL_ETCD are not read (cli/pool_flags.h says
+// why), and the first line says which pool the replay uses. A progress line is drawn on stderr when it is a terminal. Invalid traces are
 // skipped with one line each on stderr (--strict: the first is fatal). Exit status: 0, 1 on
 // a failed run, 2 on bad flags or an unusable trace input (missing, empty, no loadable trace
 // or none within the context), 3 when any KV byte failed verification or any request failed
 // (the results are still printed and written).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -114,6 +116,28 @@ Result<std::vector<T>> ParsePositiveList(const std::string& text, const char* fl
   return out;
 }
 
+// The replay's first line: which pool it uses, and the KVPOOL_* variables it did not read
+// (pool_flags.h says why a replay reads none).
+std::string DescribePool(const NamedPool& named, const ReplayFlags& f) {
+  std::string line;
+  if (f.mode == "no-pool") {
+    line = "pool: none (--mode no-pool)";
+  } else if (named.parts) {
+    line = fmt::format("pool: the running pool {} ({})", named.parts->ToString(), named.source);
+  } else if (!f.server_pool_files.empty()) {
+    line = "pool: a running pool per server (--server-pool-files)";
+  } else {
+    line = "pool: embedded (a master and a storage service in this process, started for each run)";
+  }
+  const std::vector<std::string> unread = UnreadPoolVariables(f.pool);
+  if (!unread.empty()) {
+    line += fmt::format("; {} set but not read: a replay's pool is named on its command line (--master, --pool, "
+                        "--pool-file, --etcd)",
+                        fmt::join(unread, ", "));
+  }
+  return line;
+}
+
 void DrawProgress(const std::string& label, const replay::ReplayProgress& p, double duration_s) {
   std::string where = p.warm ? fmt::format("measuring {:.0f}/{:.0f} s", p.emulated_s - p.window_start_s, duration_s)
                              : fmt::format("warming up ({} lanes ready)", p.lanes_warm);
@@ -166,6 +190,14 @@ int RunReplayCommand(const ReplayFlags& f) {
     rates = std::move(parsed).value();
   }
 
+  const auto named_pool = ResolvePool(f.pool);
+  if (!named_pool.ok()) {
+    fmt::print(stderr, "kvpool replay: {}\n", named_pool.status().ToString());
+    return 2;
+  }
+  const std::optional<client::PoolParts>& pool = named_pool->parts;
+  fmt::print("{}\n", DescribePool(*named_pool, f));
+
   auto loaded = LoadCorpusSource("replay", f.corpus, f.seed, geometry->max_context_tokens);
   if (!loaded.ok()) {
     fmt::print(stderr, "kvpool replay: {}\n", loaded.status().message());
@@ -186,11 +218,6 @@ int RunReplayCommand(const ReplayFlags& f) {
   }
   if (paced && corpus.format == trace::TraceFormat::kMooncake) {
     fmt::print(stderr, "kvpool replay: --arrival poisson paces session lanes; a Mooncake trace has none\n");
-    return 2;
-  }
-  const auto pool = ResolvePool(f.pool);
-  if (!pool.ok()) {
-    fmt::print(stderr, "kvpool replay: {}\n", pool.status().ToString());
     return 2;
   }
   const auto credentials = ClientCredentials(f.pool.security);
@@ -218,18 +245,18 @@ int RunReplayCommand(const ReplayFlags& f) {
     fmt::print(stderr, "kvpool replay: --pool-scope {} needs several servers (--topology 4x8-6p2d)\n", f.pool_scope);
     return 2;
   }
-  if (f.pool_scope == "split" && pool->has_value()) {
+  if (f.pool_scope == "split" && pool.has_value()) {
     fmt::print(stderr, "kvpool replay: a split pool is one pool per server: give --server-pool-files, not "
                        "--master/--pool/--pool-file\n");
     return 2;
   }
   if (f.max_retained_fraction != master::PoolOptions{}.max_retained_fraction &&
-      (pool->has_value() || !f.server_pool_files.empty())) {
+      (pool.has_value() || !f.server_pool_files.empty())) {
     fmt::print(stderr, "kvpool replay: --max-retained-fraction is the embedded pool's; an existing pool's masters "
                        "have their own (kvpool master --max-retained-fraction)\n");
     return 2;
   }
-  if (f.ssd_tokens > 0 && (pool->has_value() || !f.server_pool_files.empty())) {
+  if (f.ssd_tokens > 0 && (pool.has_value() || !f.server_pool_files.empty())) {
     fmt::print(stderr, "kvpool replay: --ssd-tokens sizes the embedded pool's SSD tier; an existing pool's stores "
                        "have their own (kvpool store --ssd)\n");
     return 2;
@@ -253,7 +280,7 @@ int RunReplayCommand(const ReplayFlags& f) {
                  server_pools.size(), topology->servers);
       return 2;
     }
-  } else if (f.pool_scope == "both" && pool->has_value()) {
+  } else if (f.pool_scope == "both" && pool.has_value()) {
     fmt::print(stderr, "kvpool replay: --pool-scope both with an existing pool also needs --server-pool-files "
                        "for the split arm\n");
     return 2;
@@ -289,7 +316,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.seed = f.seed;
       o.speedup = f.speedup;
       o.use_pool = use_pool;
-      o.pool = arm.scope == "split" ? std::nullopt : *pool;
+      o.pool = arm.scope == "split" ? std::nullopt : pool;
       if (arm.scope == "split") o.server_pools = server_pools;
       o.credentials = *credentials;
       o.ucx = *ucx;
@@ -378,7 +405,7 @@ void AddReplayCommand(CLI::App& app) {
                   "emulated seconds per wall second (trace waits and compute alike); 0 = as fast as possible")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  AddPoolFlags(cmd, f.pool, "use the pool at this master instead of an embedded one");
+  AddPoolFlags(cmd, f.pool, "use the pool at this master instead of an embedded one", PoolEnvironment::kIgnore);
   cmd->add_option("--server-pool-files", f.server_pool_files,
                   "the split arm on existing pools: one pool file per server, comma-separated in server order "
                   "(scripts/cluster.sh with POOLS=split writes them)");

@@ -51,7 +51,8 @@ void AddStoreCommand(CLI::App& app) {
   static store::StorageOptions options;
   static PoolFlags pool_flags;
   options.memory_bytes = uint64_t{1} << 30;
-  AddPoolFlags(cmd, pool_flags, "master HOST:PORT of the part this store joins");
+  AddPoolFlags(cmd, pool_flags, "master HOST:PORT of the part this store joins", PoolEnvironment::kRead,
+               StageFlags::kNotTaken);
   cmd->add_option("--part", options.part, "pool part to join: its master is the pool list's entry K")
       ->check(CLI::Range(0, 1023))->capture_default_str();
   AddByteSizeOption(cmd, "--memory", options.memory_bytes, "segment size");
@@ -68,15 +69,19 @@ void AddStoreCommand(CLI::App& app) {
   AddConfigFile(cmd);
   cmd->callback([cmd] {
     if (PrintedConfig(cmd)) return;
-    auto pool = ResolvePool(pool_flags);
-    if (pool.ok() && !pool->has_value())
-      pool = InvalidArgument("name the pool: --master, --pool, --pool-file or --etcd");
-    // --master names part K's master itself; a pool list must have part K.
-    const bool direct = !pool_flags.master.empty();
-    // With etcd, any part may be joined: its masters campaign in their own election.
-    if (pool.ok() && !direct && (*pool)->etcd.empty() && options.part >= (*pool)->size()) {
-      pool = InvalidArgument(fmt::format("part {} is not in the pool (it has parts 0 to {})", options.part,
-                                         (*pool)->size() - 1));
+    auto named = ResolvePool(pool_flags);
+    Result<client::PoolParts> pool = InvalidArgument("name the pool: --master, --pool, --pool-file or --etcd");
+    if (!named.ok()) {
+      pool = named.status();
+    } else if (named->parts) {
+      pool = *named->parts;
+    }
+    // A lone master (--master or KVPOOL_MASTER) is part K's master itself; a pool list must
+    // have part K. With etcd, any part may be joined: its masters campaign in their own election.
+    const bool direct = named.ok() && named->lone_master();
+    if (pool.ok() && !direct && pool->etcd.empty() && options.part >= pool->size()) {
+      pool = InvalidArgument(fmt::format("part {} is not in the pool (it has parts 0 to {}) that {} names", options.part,
+                                         pool->size() - 1, named->source));
     }
     if (!pool.ok()) {
       spdlog::error("kvpool store: {}", pool.status().ToString());
@@ -100,8 +105,8 @@ void AddStoreCommand(CLI::App& app) {
       return;
     }
     options.ucx = *ucx;
-    options.etcd = (*pool)->etcd;
-    if (options.etcd.empty()) options.master_address = direct ? (*pool)->masters[0] : (*pool)->masters[options.part];
+    options.etcd = pool->etcd;
+    if (options.etcd.empty()) options.master_address = direct ? pool->masters[0] : pool->masters[options.part];
     auto service = store::StorageService::Start(options);
     if (!service.ok()) {
       spdlog::error("cannot start the storage service: {}", service.status().ToString());
