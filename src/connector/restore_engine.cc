@@ -203,6 +203,7 @@ void RestoreEngine::WorkerLoop(Stage* stage, uint32_t worker) {
       if (stopping_) return;
       w = std::move(stage->queue.front());
       stage->queue.pop_front();
+      ++windows_running_;
     }
     if (packer) {
       RunWindow(w, *packer, slot);
@@ -211,7 +212,23 @@ void RestoreEngine::WorkerLoop(Stage* stage, uint32_t worker) {
       if (w.request->first_error.ok()) w.request->first_error = packer_status;
       WindowReported(*w.request, w.stage);
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --windows_running_;
+    }
+    idle_.notify_all();
   }
+}
+
+void RestoreEngine::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] {
+    if (windows_running_ > 0) return false;
+    for (const auto& stage : stages_) {
+      if (!stage->queue.empty()) return false;
+    }
+    return true;
+  });
 }
 
 void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* slot) {

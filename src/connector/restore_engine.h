@@ -110,6 +110,11 @@ class RestoreEngine {
   // Blocks until Poll would answer; never longer than the request's bounded wait (plus the
   // time to finish an unpack already running).
   RestoreOutcome Wait(uint64_t request_id);
+  // Blocks until no window is queued or being read: a request whose bounded wait ran out was
+  // handed out cancelled, but a window of it already reading goes on until its read returns
+  // (and then writes nothing). After this, the engine's metrics and the store's counters move
+  // only for restores started later: a run's last word (its metrics) is final.
+  void WaitIdle();
 
  private:
   struct Request;
@@ -144,8 +149,10 @@ class RestoreEngine {
   ConnectorMetrics* const metrics_;
   ConnectorMetrics own_metrics_;  // used when none is given
 
-  std::mutex mu_;  // guards requests_, every Stage::queue and stopping_
+  std::mutex mu_;  // guards requests_, every Stage::queue, windows_running_ and stopping_
   std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;
+  uint64_t windows_running_ = 0;  // taken off a queue, not yet done
+  std::condition_variable idle_;  // a window is done (WaitIdle)
   bool stopping_ = false;
   std::vector<std::unique_ptr<Stage>> stages_;
   MappedSegmentPins pins_;  // mappings GPU stages unpack from; outlives the workers (joined in ~RestoreEngine)

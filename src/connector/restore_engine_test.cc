@@ -222,6 +222,11 @@ TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {
   EXPECT_EQ(s.restored_tokens, 0u);
   EXPECT_EQ(metrics_.restore_timeouts.load(), 1u);
   gate.Open();  // the hung reads finish now and must not write the cache any more
+  // The late windows are done once the engine is idle: every stage has reported its share.
+  engine->WaitIdle();
+  for (uint32_t stage = 0; stage < ns_.spec().num_stages(); ++stage) {
+    EXPECT_EQ(metrics_.restore_stage(stage).count(), 2u) << stage;
+  }
   engine.reset();
 }
 

@@ -14,6 +14,10 @@ Deployment::Deployment(DeploymentOptions options, Simulation* sim) : options_(st
 
 Deployment::~Deployment() = default;
 
+void Deployment::WaitIdle() {
+  for (auto& p : prefill_) p->WaitIdle();
+}
+
 Result<std::unique_ptr<Deployment>> Deployment::Create(DeploymentOptions options, Simulation* sim) {
   KVPOOL_RETURN_IF_ERROR(options.geometry.Validate());
   const Topology& t = options.topology;

@@ -99,6 +99,10 @@ class Deployment final : public RequestSink {
   void Submit(DeploymentRequest request, std::function<void(const RequestRecord&)> on_done) override;
 
   size_t in_flight() const { return in_flight_.size(); }
+  // Returns once no work of the deployment goes on outside the simulation's events (a restore
+  // that timed out is handed out while its late reads go on): call it before reading the final
+  // metrics of a run.
+  void WaitIdle();
   // Totals; the mean decode KV use is over [from, to] (emulated seconds).
   DeploymentCounters counters(double from = 0, double to = 0) const;
   // Every prefill instance's connector metrics (atomics: readable from any thread while the

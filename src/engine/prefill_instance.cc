@@ -64,6 +64,10 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, Engi
   return p;
 }
 
+void PrefillInstance::WaitIdle() {
+  if (restore_) restore_->WaitIdle();
+}
+
 std::vector<const connector::PagedKvCache*> PrefillInstance::stage_caches() const {
   std::vector<const connector::PagedKvCache*> out;
   for (const auto& s : stages_) out.push_back(&s->cache());

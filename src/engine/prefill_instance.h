@@ -68,6 +68,9 @@ class PrefillInstance {
   void DropPrefetch(InFlightRequest* r);
   // Publishes the request's full blocks in the prefix cache and drops its references.
   void Release(InFlightRequest* r);
+  // Returns once no restore window of this instance is queued or reading (a timed-out
+  // restore's late reads included): its metrics are final until the next restore.
+  void WaitIdle();
 
   // Tokens admitted here and not computed yet: the router's load signal.
   double load() const { return static_cast<double>(pending_tokens_); }

@@ -164,6 +164,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     options.on_progress(p);
   };
   sim.Run(progress);
+  (*deployment)->WaitIdle();  // late reads of restores that timed out move the metrics until done
   progress();  // the last word: what the run ended with
   if (!options.metrics_file.empty()) {
     std::string text;
