@@ -321,6 +321,9 @@ def soak_section(data):
     ssd = data.get("store_ssd_mib", 0)
     extras = (f", each with an SSD tier of {ssd} MiB under its segment (a restarted store brings back what its "
               "file holds)" if ssd else ", no SSD tier")
+    if ssd and "ssd_objects_max" in data:
+        extras += (f"; the masters' high watermark at {data['high_watermark']:g}, so the stores demote: their tiers "
+                   f"held up to {data['ssd_objects_max']:,} objects at once")
     extras += ("; the stores serve UCX (over tcp) and the replay moves its bytes over it"
                if data.get("transport") == "ucx" else "; bytes over kvpool's tcp transport")
     extras += ("; the replay's router sends retention hints" if data.get("retention") == "session"
@@ -331,7 +334,8 @@ def soak_section(data):
            f"on one bridge, under `{data['replay']}`, while a fault injector (seed {data['seed']}) broke something every "
            f"{data['fault_interval_s']} s. Command `{data['command']}` (as root), {data['date']}, {data['machine']}. "
            "Token shares are the replay's (*emulated* time, real KV bytes through the real pool). The faults: "
-           "*store-kill* `kill -9` a store and start it again (a new, empty segment); *store-stop* `SIGSTOP` a "
+           "*store-kill* `kill -9` a store and start it again (a new, empty segment"
+           + ("; its SSD tier comes back from its file" if ssd else "") + "); *store-stop* `SIGSTOP` a "
            "store past the heartbeat TTL, then `SIGCONT`; *master-kill* `kill -9` the leading master and start "
            "it again as a standby; *link-down* the store's port on the bridge down, then up; *throttle* "
            f"{data.get('throttle', {}).get('rate_mbit', 8)} Mbit/s on {shaped}, then lifted; *corrupt* `SIGUSR2` "

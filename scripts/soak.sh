@@ -38,6 +38,9 @@ STORES=${STORES:-3}
 FAULT_INTERVAL_S=${FAULT_INTERVAL_S:-6}
 STORE_MEMORY_MIB=${STORE_MEMORY_MIB:-64}
 SSD_MIB=${SSD_MIB:-128}
+# Below the master's default (0.9): the replay's working set fills about two thirds of the pool,
+# so the stores demote to their SSD tiers (the soak fails when no SSD tier ever held an object).
+HIGH_WATERMARK=${HIGH_WATERMARK:-0.5}
 TRANSPORT=${TRANSPORT:-ucx}
 RETENTION=${RETENTION:-session}
 # UCX over tcp only, so its bytes cross the veths the faults break (its shared-memory transports
@@ -114,7 +117,7 @@ start_etcd() {
 }
 start_master() {  # start_master I
   spawn c "$WORK/master$1.log" "$KVPOOL" master --listen "${MASTER[$1]}" --metrics-listen "${METRICS[$1]}" \
-    --etcd "$ETCD" --heartbeat-ttl-ms "$HEARTBEAT_TTL_MS"
+    --etcd "$ETCD" --heartbeat-ttl-ms "$HEARTBEAT_TTL_MS" --high-watermark "$HIGH_WATERMARK"
   MPID[$1]=$!; PIDS+=($!); note_pid "master$1" $!
 }
 start_store() {  # start_store I (1-based): its namespace, its address
@@ -171,7 +174,8 @@ while not os.path.exists(os.path.join(work, "stop")):
                           capture_output=True, text=True)
     if stat.returncode == 0:
         try:
-            sample["segments"] = [{"store": s["store_id"], "size": s["size"], "used": s["used_bytes"]}
+            sample["segments"] = [{"store": s["store_id"], "size": s["size"], "used": s["used_bytes"],
+                                   "ssd_objects": s.get("ssd_objects", 0)}
                                   for s in json.loads(stat.stdout)["segments"]]
         except (ValueError, KeyError):
             pass
@@ -239,7 +243,7 @@ RC=0; wait "$RPID" || RC=$?
 touch "$WORK/stop"; wait "$SAMPLER" 2>/dev/null || true
 ANSWERED=$(for i in $(seq "$STORES"); do flips "$i"; done | wc -l)  # SIGUSR2s a store answered, 0 flips included
 
-SSD_MIB=$SSD_MIB TRANSPORT=$TRANSPORT RETENTION=$RETENTION /usr/bin/python3 - "$WORK" "$HUNG" "$RC" "$MINUTES" "$SEED" "$STORES" "$STORE_MEMORY_MIB" "$FAULT_INTERVAL_S" \
+SSD_MIB=$SSD_MIB TRANSPORT=$TRANSPORT RETENTION=$RETENTION HIGH_WATERMARK=$HIGH_WATERMARK /usr/bin/python3 - "$WORK" "$HUNG" "$RC" "$MINUTES" "$SEED" "$STORES" "$STORE_MEMORY_MIB" "$FAULT_INTERVAL_S" \
   "${REPLAY[*]}" "$ANSWERED" <<'PY' > docs/results/soak.json
 import datetime, json, os, subprocess, sys
 work, hung, rc, minutes, seed, stores, store_mib, interval, replay_args, answered = sys.argv[1:11]
@@ -259,11 +263,15 @@ for s in samples:
 # more; a master and etcd hold metadata.
 bounds_mib = {"store": int(store_mib) + 512, "master": 1024, "etcd": 1024}
 connector = run.get("deployment", {}).get("connector", {})
+# The most objects the stores' SSD tiers held together at one sample.
+ssd_max = max((sum(seg.get("ssd_objects", 0) for seg in s["segments"]) for s in samples if s["segments"]), default=0)
 checks = {
     "wrong_bytes_served": run.get("verification_errors", -1) == 0,
     "no_hang": hung == "0" and rc == "0",
     "every_request_completed": run.get("failed_requests", -1) == 0,
     "capacity_never_exceeded": not over and len(fills) > 0,
+    # A soak with SSD tiers must have used them: a tier that never held an object tested nothing.
+    "ssd_tier_used": int(os.environ["SSD_MIB"]) == 0 or ssd_max > 0,
     "memory_bounded": all(peak.get(role, 0) / 1024 <= bound for role, bound in bounds_mib.items()),
 }
 print(json.dumps({
@@ -272,7 +280,8 @@ print(json.dumps({
     + f", {os.cpu_count()} cores",
     "seed": int(seed), "stores": int(stores), "store_memory_mib": int(store_mib), "masters": 2,
     "store_ssd_mib": int(os.environ["SSD_MIB"]), "transport": os.environ["TRANSPORT"],
-    "retention": os.environ["RETENTION"],
+    "retention": os.environ["RETENTION"], "high_watermark": float(os.environ["HIGH_WATERMARK"]),
+    "ssd_objects_max": ssd_max,
     "fault_interval_s": int(interval), "replay": "kvpool replay --etcd E " + replay_args,
     "faults": faults,
     "throttle": {"rate_mbit": 8, "shaped": "each direction of the store's traffic (a tc tbf on each end of its veth)"},
