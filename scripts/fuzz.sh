@@ -6,7 +6,8 @@
 # Prints one line per target (inputs run, coverage, corpus size) and writes the same as JSON
 # lines to $OUT/summary.jsonl. RUNS=N stops a target after N inputs (SECONDS still bounds it).
 #
-# usage: [RUNS=N] [OUT=dir] scripts/fuzz.sh [SECONDS] [TARGET...]   (OUT keeps logs and any crash input)
+# usage: [RUNS=N] [OUT=dir] [FUZZ_JOBS=N] scripts/fuzz.sh [SECONDS] [TARGET...]   (OUT keeps logs and any
+#        crash input; FUZZ_JOBS targets run at once, default one per core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -26,9 +27,9 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
   || { tail -20 "$OUT/configure.log"; exit 1; }
 ninja -C build-fuzz "${TARGETS[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 
-failed=0
-: >"$OUT/summary.jsonl"
-for t in "${TARGETS[@]}"; do
+# One target: its run, then its summary line ($OUT/$t.jsonl) and its table line ($OUT/$t.line).
+fuzz_target() {
+  local t=$1 scratch start verdict runs cov corpus
   scratch=$(mktemp -d)
   cp fuzz/corpus/"$t"/* "$scratch"/
   # UBSan findings abort like ASan's, so they count as crashes.
@@ -40,12 +41,35 @@ for t in "${TARGETS[@]}"; do
   else
     verdict="FAILED (see $OUT/$t.log; input kept as $OUT/$t-*)"
     tail -40 "$OUT/$t.log" >&2
-    failed=1
   fi
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$OUT/$t.log" | grep -oE '[0-9]+$' || echo 0)
   cov=$(grep -oE 'cov: [0-9]+' "$OUT/$t.log" | tail -1 | grep -oE '[0-9]+' || echo 0)
-  echo "{\"target\": \"$t\", \"inputs\": $runs, \"seconds\": $(/usr/bin/python3 -c "print(round($(date +%s.%N) - $start, 1))"), \"cov\": $cov, \"corpus\": $(ls "$scratch" | wc -l), \"ok\": $([ "$verdict" = ok ] && echo true || echo false)}" >>"$OUT/summary.jsonl"
-  printf '%-22s %12s inputs  cov %6s  corpus %5s  %s\n' "$t" "$runs" "$cov" "$(ls "$scratch" | wc -l)" "$verdict"
+  corpus=$(ls "$scratch" | wc -l)
+  echo "{\"target\": \"$t\", \"inputs\": $runs, \"seconds\": $(/usr/bin/python3 -c "print(round($(date +%s.%N) - $start, 1))"), \"cov\": $cov, \"corpus\": $corpus, \"ok\": $([ "$verdict" = ok ] && echo true || echo false)}" >"$OUT/$t.jsonl"
+  printf '%-22s %12s inputs  cov %6s  corpus %5s  %s\n' "$t" "$runs" "$cov" "$corpus" "$verdict" >"$OUT/$t.line"
   rm -rf "$scratch"
+  [ "$verdict" = ok ]
+}
+
+# FUZZ_JOBS targets at once (default: one per core; libFuzzer runs one input at a time), each for
+# SECONDS on a core of its own; then one line per target, in order.
+failed=0
+running=0
+for t in "${TARGETS[@]}"; do
+  if [ "$running" -ge "${FUZZ_JOBS:-$(nproc)}" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_target "$t" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+: >"$OUT/summary.jsonl"
+for t in "${TARGETS[@]}"; do
+  cat "$OUT/$t.line"
+  cat "$OUT/$t.jsonl" >>"$OUT/summary.jsonl"
 done
 exit $failed
