@@ -63,7 +63,7 @@ using namespace kvpool;
 using kvpool::bench::Median;
 using kvpool::bench::Seconds;
 using namespace kvpool::connector;
-using Clock = std::chrono::steady_clock;
+using BenchClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -171,9 +171,9 @@ double ReferenceGbps(uint64_t bytes, int device, int reps) {
     CHECK_CUDA(cudaMalloc(&gpu, bytes));
     std::memset(pinned, 1, bytes);
     for (int r = 0; r <= reps; ++r) {
-      const auto t0 = Clock::now();
+      const auto t0 = BenchClock::now();
       CHECK_CUDA(cudaMemcpy(gpu, pinned, bytes, cudaMemcpyHostToDevice));
-      if (r > 0) runs.push_back(Seconds(t0, Clock::now()));
+      if (r > 0) runs.push_back(Seconds(t0, BenchClock::now()));
     }
     CHECK_CUDA(cudaFreeHost(pinned));
     CHECK_CUDA(cudaFree(gpu));
@@ -182,9 +182,9 @@ double ReferenceGbps(uint64_t bytes, int device, int reps) {
   if (device < 0) {
     std::vector<std::byte> from(bytes, std::byte{1}), to(bytes, std::byte{0});
     for (int r = 0; r <= reps; ++r) {
-      const auto t0 = Clock::now();
+      const auto t0 = BenchClock::now();
       std::memcpy(to.data(), from.data(), bytes);
-      if (r > 0) runs.push_back(Seconds(t0, Clock::now()));
+      if (r > 0) runs.push_back(Seconds(t0, BenchClock::now()));
     }
   }
   return bytes / Median(runs) / 1e9;
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
               bytes_per_token_layer, history_bytes / 1e9, static_cast<unsigned long>(chunks), object_bytes / 1e6);
 
   // The pool, with room to spare so nothing is evicted.
-  const auto t_pool = Clock::now();
+  const auto t_pool = BenchClock::now();
   auto pool = embedded::EmbeddedPool::Start(
       {.memory_bytes = history_bytes + history_bytes / 8 + (64 << 20), .lease_ms = 30000, .use_huge_pages = true});
   CHECK_OK(pool.status());
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
   auto client = client::Client::Connect(co);
   CHECK_OK(client.status());
   PoolChunkStore store(client->get());
-  std::printf("pool up in %.2f s (segment backed by %s)\n", Seconds(t_pool, Clock::now()),
+  std::printf("pool up in %.2f s (segment backed by %s)\n", Seconds(t_pool, BenchClock::now()),
               std::string(store::SegmentBackingName((*pool)->store().memory().backing())).c_str());
 
   std::vector<TokenId> ids(tokens);
@@ -319,13 +319,13 @@ int main(int argc, char** argv) {
   for (int r = 0; r <= reps; ++r) {  // run 0: warm-up (registration, first touch) and the check
     for (Mode& mode : modes) {
       if (r == 0) cache.Clear();
-      const auto t0 = Clock::now();
+      const auto t0 = BenchClock::now();
       auto hit = FindCachedPrefix(store, ns, ids, 0, &mode.metrics);
       CHECK_OK(hit.status());
-      const auto t1 = Clock::now();
+      const auto t1 = BenchClock::now();
       CHECK_OK(mode.engine->Start(++request, *hit, {table}));
       const RestoreOutcome out = mode.engine->Wait(request);
-      const auto t2 = Clock::now();
+      const auto t2 = BenchClock::now();
       if (!out.status.ok() || out.restored_tokens != tokens) {
         std::fprintf(stderr, "%s: restore failed: %s, %lu of %lu tokens\n", mode.name().c_str(),
                      out.status.ToString().c_str(), static_cast<unsigned long>(out.restored_tokens),

@@ -176,11 +176,13 @@ run_arm() {  # run_arm NAME: a fresh etcd, masters and stores; the replay; the a
                     cat "$WORK/failures" >&2 2>/dev/null || true; exit 1; }
   /usr/bin/python3 - "$ARM/replay.json" "$name" "$ARM/events.jsonl" <<'PY' >>"$WORK/arms.jsonl"
 import json, sys
+sys.path.insert(0, "scripts")
+from bench_machine import machine_timings  # noqa: E402
 run = json.load(open(sys.argv[1]))["runs"][0]
 print(json.dumps({"arm": sys.argv[2], "events": [json.loads(l) for l in open(sys.argv[3])],
                   "token_sources": run["token_sources"], "requests": run["requests"],
                   "failed_requests": run["failed_requests"], "verification_errors": run["verification_errors"],
-                  "save_failures": run["deployment"]["save_failures"], "max_lag_s": run["max_lag_s"]}))
+                  "save_failures": run["deployment"]["save_failures"], "max_lag_s": machine_timings(run)["max_lag_s"]}))
 PY
   kill "${spids[@]}" "${MPID[@]}" "$ETCD_PID" 2>/dev/null || true
   wait "${spids[@]}" "${MPID[@]}" "$ETCD_PID" 2>/dev/null || true

@@ -33,11 +33,12 @@ done
 import datetime, json, os, sys
 out, sessions, sizes, common = sys.argv[1:]
 sys.path.insert(0, "scripts")
-from bench_machine import describe_machine  # noqa: E402
+from bench_machine import describe_machine, machine_timings  # noqa: E402
 def replayed(n, size):
     r = json.load(open(os.path.join(out, f"replay-{n}-{size}.json")))["runs"][0]
-    return {k: r[k] for k in ("requests", "token_sources", "ttft_s", "throughput_tok_s_per_gpu", "wall_s",
-                              "verification_errors", "failed_requests", "restore_fallback_tokens")}
+    return {k: r[k] for k in ("requests", "token_sources", "ttft_s", "throughput_tok_s_per_gpu",
+                              "verification_errors", "failed_requests", "restore_fallback_tokens")} | {
+        "wall_s": machine_timings(r)["wall_s"]}
 loads = []
 for n in sessions.split():
     plan = json.load(open(os.path.join(out, f"plan-{n}.json")))

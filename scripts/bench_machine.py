@@ -52,6 +52,14 @@ def describe_run():
     return {"commit": git_commit(), "date": datetime.date.today().isoformat(), "machine": describe_machine()}
 
 
+def machine_timings(run):
+    """A replay run's timings of the machine that ran it (wall time, the stall behind the pace,
+    real restore and handoff times), the only figures two runs of one seed may differ in: under
+    "machine_timings" since the pool runs on the replay's clock (issue 41), at the run's top
+    level in results from before."""
+    return run.get("machine_timings", run)
+
+
 def json_indent(text):
     """The indent a JSON file was written with (1 for json.dump(indent=1), 2 for kvpool's)."""
     for line in text.splitlines()[1:]:

@@ -16,6 +16,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_report  # noqa: E402
+from bench_machine import machine_timings  # noqa: E402
 from render_benchmarks import copy_plots, write_section  # noqa: E402
 from render_replay_benchmarks import pct  # noqa: E402
 
@@ -171,7 +172,7 @@ def on_cluster(doc):
                    f'| {r["ttft_s"]["p50"]:.2f} / {r["ttft_s"]["p90"]:.2f} s | {pct(t["gpu_cache_share"])} '
                    f'| {pct(t["pool_share"])} | {pct(t["computed_share"])} | {pct(t["reuse"])} / {pct(t["ceiling"])} '
                    f'| {b["restored"] / 1e6:,.0f} / {b["saved"] / 1e6:,.0f} MB | {r["fabric_bytes"] / 1e6:,.0f} MB '
-                   f'| {r["wall_s"]:.0f} s | {r["verification_errors"]} verification, {r["failed_requests"]} failed |')
+                   f'| {machine_timings(r)["wall_s"]:.0f} s | {r["verification_errors"]} verification, {r["failed_requests"]} failed |')
     return out
 
 
@@ -270,7 +271,7 @@ def render(plots=None):
     agentx, production = first["runs"], second["runs"]
     command, production_command = first["command"], second["command"]
     out = [BEGIN, "## Four servers, shared pool vs split pools (issue: the four-server experiment)", ""]
-    wall = sum(r["wall_s"] for r in agentx + production)
+    wall = sum(machine_timings(r)["wall_s"] for r in agentx + production)
     out += [f"Run {first['date']} on {first['machine']} (`scripts/bench-four-server.sh`; {wall / 60:.0f} min of "
             "wall time for both experiments). The emulated cluster (`src/engine/topology.h`, `4x8-6p2d`): 4 "
             "servers × 8 GPUs, 6 prefill + 2 decode (TP4 + DCP4) instances in two groups, no prefill on its own "

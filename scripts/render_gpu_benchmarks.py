@@ -12,6 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_machine import machine_timings  # noqa: E402
 from render_benchmarks import write_section  # noqa: E402
 
 BEGIN, END = "<!-- gpu:begin -->", "<!-- gpu:end -->"
@@ -212,15 +213,15 @@ def replay(r):
            "| handed off · real p50 | verification errors / failed | wall |",
            "|---:|---|---:|---:|---:|---:|---|---:|---|---|---:|"]
     for x in sorted(runs, key=lambda x: (x["sessions"], x["mode"] != "pool")):
-        t, b = x["token_sources"], x["bytes"]
-        restored = (f"{b['restored'] / 1e6:,.0f} MB · {x['restore_real_s']['p50'] * 1e3:.1f} ms"
+        t, b, m = x["token_sources"], x["bytes"], machine_timings(x)
+        restored = (f"{b['restored'] / 1e6:,.0f} MB · {m['restore_real_s']['p50'] * 1e3:.1f} ms"
                     if x["restores"] else "—")
         pool = f"{t['pool_share']:.1%}" if x["mode"] == "pool" else "—"
         saved = f"{b['saved'] / 1e6:,.0f} MB" if x["mode"] == "pool" else "—"
         out.append(f"| {x['sessions']} | {x['mode']} | {x['throughput_tok_s_per_gpu']:,.0f} | "
                    f"{t['gpu_cache_share']:.1%} | {pool} | {t['computed_share']:.1%} | {restored} | {saved} | "
-                   f"{b['handed_off'] / 1e9:.2f} GB · {x['handoff_real_s']['p50'] * 1e3:.1f} ms | "
-                   f"{x['verification_errors']} / {x['failed_requests']} | {x['wall_s']:.0f} s |")
+                   f"{b['handed_off'] / 1e9:.2f} GB · {m['handoff_real_s']['p50'] * 1e3:.1f} ms | "
+                   f"{x['verification_errors']} / {x['failed_requests']} | {m['wall_s']:.0f} s |")
     out += ["", "\"Real p50\" is wall time per request: for a restore, the lookup, the restore into the four stage "
             "caches and their verification; for a handoff, every stage's pipeline plus the verification of the "
             "whole prompt in the four decode ranks."]

@@ -246,6 +246,8 @@ ANSWERED=$(for i in $(seq "$STORES"); do flips "$i"; done | wc -l)  # SIGUSR2s a
 SSD_MIB=$SSD_MIB TRANSPORT=$TRANSPORT RETENTION=$RETENTION HIGH_WATERMARK=$HIGH_WATERMARK /usr/bin/python3 - "$WORK" "$HUNG" "$RC" "$MINUTES" "$SEED" "$STORES" "$STORE_MEMORY_MIB" "$FAULT_INTERVAL_S" \
   "${REPLAY[*]}" "$ANSWERED" <<'PY' > docs/results/soak.json
 import datetime, json, os, subprocess, sys
+sys.path.insert(0, "scripts")
+from bench_machine import machine_timings  # noqa: E402
 work, hung, rc, minutes, seed, stores, store_mib, interval, replay_args, answered = sys.argv[1:11]
 faults = [json.loads(l) for l in open(os.path.join(work, "faults.jsonl"))]
 corrupts = [f for f in faults if f["fault"] == "corrupt"]
@@ -293,8 +295,8 @@ print(json.dumps({
     "bits_flipped": sum(f.get("flipped") or 0 for f in corrupts),
     "corrupt_signals_flipped_none": sum(1 for f in corrupts if f.get("flipped") == 0),
     "corrupt_signals_unanswered": sum(1 for f in corrupts if f.get("flipped") is None),
-    "replay_result": {k: run.get(k) for k in ("requests", "failed_requests", "first_failure",
-                                              "verification_errors", "max_lag_s", "wall_s")}
+    "replay_result": {k: run.get(k) for k in ("requests", "failed_requests", "first_failure", "verification_errors")}
+    | {k: machine_timings(run).get(k) for k in ("max_lag_s", "wall_s")}
     | {"token_sources": run.get("token_sources"),
        "restore_errors": run.get("deployment", {}).get("restore_errors"),
        "save_failures": run.get("deployment", {}).get("save_failures"),

@@ -34,7 +34,7 @@ using kvpool::bench::Median;
 using kvpool::bench::RandomTable;
 using kvpool::bench::Seconds;
 using namespace kvpool::connector;
-using Clock = std::chrono::steady_clock;
+using BenchClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -65,10 +65,10 @@ double MedianSeconds(int reps, F fn) {
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
+    const auto t0 = BenchClock::now();
     fn();
     CHECK_CUDA(cudaDeviceSynchronize());
-    times.push_back(Seconds(t0, Clock::now()));
+    times.push_back(Seconds(t0, BenchClock::now()));
   }
   return Median(times);
 }
@@ -172,7 +172,7 @@ void RestoreBench(const PagedKvLayout& layout, uint64_t tokens, int copy_threads
       for (uint64_t i = 0; i < n; ++i) {
         reads.push_back({transfer::OpKind::kRead, buf + i * object, 1, (c + i) * object, object});
       }
-      CHECK_OK(engine.Transfer(reads, Clock::now() + std::chrono::seconds(30)));
+      CHECK_OK(engine.Transfer(reads, BenchClock::now() + std::chrono::seconds(30)));
       if (pending) CHECK_OK(packer->Wait());  // the unpack that read the other half is done
       CHECK_OK(packer->Unpack({&cache.cache, table, chunk_tokens, c, n, 0, buf}));
       pending = true;

@@ -71,7 +71,7 @@ struct ReplayFlags {
   double idle_cap_s = 300;
   std::string retention = "lru";
   std::string prefetch = "off";
-  int64_t read_lease_ms = 500;
+  int64_t read_lease_ms = 0;
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
   uint32_t decode_dcp = 0, dcp_interleave = 0;  // 0: the geometry's
@@ -498,9 +498,8 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::IsMember({"off", "on"}))
       ->capture_default_str();
   cmd->add_option("--read-lease-ms", f.read_lease_ms,
-                  "the read lease a restore's lookup asks for, in real milliseconds (0: the master's default, 5 s). "
-                  "Emulated time runs tens of times faster than real time, so a lease pins its chunks for that many "
-                  "times longer in emulated time; the default covers a restore's reads (tens of ms) with room")
+                  "the read lease a restore's lookup asks for, in milliseconds of the pool's time (emulated for "
+                  "the embedded pool, which runs on the replay's clock; 0: the master's default, 5 s)")
       ->check(CLI::Range(int64_t{0}, int64_t{60'000}))
       ->capture_default_str();
   AddConfigFile(cmd);

@@ -15,6 +15,7 @@ struct SaveEngine::Request {
   std::mutex mu;
   std::condition_variable changed;
   uint32_t stages_pending = 0;  // guarded by mu
+  bool abandoned = false;       // the engine is going: a stage waiting its turn stops; guarded by mu
   SaveOutcome outcome;          // guarded by mu
 };
 
@@ -70,6 +71,11 @@ SaveEngine::~SaveEngine() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    for (auto& [id, r] : requests_) {
+      std::lock_guard<std::mutex> request_lock(r->mu);
+      r->abandoned = true;
+      r->changed.notify_all();
+    }
   }
   for (auto& stage : stages_) stage->wake.notify_all();
   for (auto& stage : stages_) stage->worker.join();
@@ -139,6 +145,12 @@ void SaveEngine::WorkerLoop(Stage* stage) {
       if (stopping_) return;
       r = std::move(stage->queue.front());
       stage->queue.pop_front();
+    }
+    if (options_.stages_in_order) {
+      // Stages finish in order, so the ones done are those before this one when it is its turn.
+      std::unique_lock<std::mutex> lock(r->mu);
+      r->changed.wait(lock, [&] { return r->abandoned || stages_.size() - r->stages_pending == stage->index; });
+      if (r->abandoned) return;
     }
     if (packer) {
       SaveStage(*r, *stage, *packer);

@@ -40,6 +40,10 @@ struct SaveOptions {
   size_t max_pending_requests = 64;
   // Registered staging per stage; must hold at least one stage object.
   uint64_t staging_bytes_per_stage = uint64_t{64} << 20;
+  // A save's stages put their objects one after another, in stage order, instead of at once:
+  // the pool then gets every save's calls in one order, which a replay needs for the same seed
+  // to give the same pool (its eviction order among objects of one instant is their order).
+  bool stages_in_order = false;
 };
 
 struct SaveOutcome {

@@ -19,7 +19,8 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   mo.max_retained_fraction = options.max_retained_fraction;
   mo.part = options.part;
   mo.security.secret = options.secret;
-  auto master = master::MasterServer::Start(mo);
+  mo.settle_each_pass = options.settled_passes;
+  auto master = master::MasterServer::Start(mo, options.clock);
   if (!master.ok()) return master.status();  // the destructor removes the folder
   pool->master_ = std::move(master).value();
   store::StorageOptions so;
@@ -30,6 +31,10 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
   so.shm_socket_dir = pool->dir_.string();
   so.use_huge_pages = options.use_huge_pages;
   so.heartbeat_interval = options.heartbeat_interval;
+  so.clock = options.clock;
+  // The index a store keeps outlives a master that restarts; this one's master dies with it.
+  // Only an SSD tier needs it (its moves come through the index's journal).
+  so.keep_index = options.ssd_bytes > 0;
   so.credentials.secret = options.secret;
   if (options.ssd_bytes > 0) {
     // One file per pool, named after its private folder, so that pools sharing ssd_dir never
@@ -39,6 +44,7 @@ Result<std::unique_ptr<EmbeddedPool>> EmbeddedPool::Start(const EmbeddedPoolOpti
     so.ssd_path = pool->ssd_file_.string();
     so.ssd_bytes = options.ssd_bytes;
     so.ssd_max_object_bytes = options.ssd_max_object_bytes;
+    so.ssd_demote_inline = options.settled_passes;
   }
   auto store = store::StorageService::Start(so);
   if (!store.ok()) return store.status();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/shared_secret.h"
 #include "common/status.h"
 
@@ -32,6 +33,13 @@ struct EmbeddedPoolOptions {
   double max_retained_fraction = 0.5;           // the master's bound on retention hints
   bool use_huge_pages = false;                  // hugetlb/THP for the segment when available
   std::chrono::milliseconds heartbeat_interval{200};
+  // The pool's one clock: the master's leases, recency, retention and eviction passes and the
+  // store's heartbeats run on it (the replay passes its simulation's). REQUIRES: outlives the pool.
+  Clock* clock = SteadyClock::Get();
+  // Each maintenance pass ends with its SSD moves done (MasterOptions::settle_each_pass,
+  // StorageOptions::ssd_demote_inline): with `clock` emulated, the pool's results then depend
+  // on the order of its calls alone, not on how fast its threads ran.
+  bool settled_passes = false;
   uint32_t part = 0;                            // the pool part the master (and its store) serve
   std::optional<SharedSecret> secret = {};      // the master and the store ask every caller for it
   // An SSD tier under the segment (issue 17): the master demotes objects there instead of

@@ -57,6 +57,7 @@ Result<std::unique_ptr<PrefillInstance>> PrefillInstance::Create(int index, Engi
     p->restore_ = std::move(restore).value();
     connector::SaveOptions so;
     so.staging_bytes_per_stage = StagingBytes(spec, 1);
+    so.stages_in_order = true;  // the replay's results must not depend on its threads' timing
     auto save = connector::SaveEngine::Create(pool, *ctx.ns, devices, so, &p->metrics_);
     if (!save.ok()) return save.status();
     p->save_ = std::move(save).value();

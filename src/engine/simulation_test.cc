@@ -55,5 +55,30 @@ TEST(SimulationTest, SpeedupNeverRunsAnEventBeforeItsPacedTime) {
   EXPECT_EQ(fast.now(), 1e6);
 }
 
+TEST(SimulationTest, TheClocksTimersRunInEmulatedTimeAndDoNotKeepTheLoopGoing) {
+  Simulation sim;
+  std::vector<int64_t> ticks_ms;  // the clock's time at each run of the timer
+  auto timer = sim.clock()->Every(std::chrono::milliseconds(100), [&] { ticks_ms.push_back(sim.clock()->NowMs()); });
+  bool stopped_timer = false;
+  sim.At(0.35, [&] {});
+  sim.At(0.55, [&] {
+    timer.reset();  // a queued run finds it gone
+    stopped_timer = true;
+  });
+  sim.At(1.0, [&] {});
+  sim.Run();
+  EXPECT_TRUE(stopped_timer);
+  // At 0.1 to 0.5 emulated seconds, on a clock that starts at one second; none after the reset.
+  EXPECT_EQ(ticks_ms, (std::vector<int64_t>{1100, 1200, 1300, 1400, 1500}));
+  EXPECT_EQ(sim.now(), 1.0);  // the last foreground event; no timer left would have run on
+
+  Simulation idle;
+  int runs = 0;
+  auto forever = idle.clock()->Every(std::chrono::milliseconds(10), [&] { ++runs; });
+  idle.At(0.105, [] {});
+  idle.Run();  // returns: only the timer's events are left
+  EXPECT_EQ(runs, 10);
+}
+
 }  // namespace
 }  // namespace kvpool::engine

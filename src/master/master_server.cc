@@ -36,6 +36,7 @@ Status ValidateOptions(const MasterOptions& o) {
   if (!(o.max_retained_fraction >= 0 && o.max_retained_fraction <= 1)) {
     return InvalidArgument(fmt::format("max_retained_fraction {} must be in [0, 1]", o.max_retained_fraction));
   }
+  if (o.maintenance_interval_ms == 0) return InvalidArgument("maintenance_interval_ms must be > 0");
   if (o.max_lease_ms == 0 || o.default_lease_ms == 0 || o.default_lease_ms > o.max_lease_ms) {
     return InvalidArgument(fmt::format("leases need 0 < default_lease_ms ({}) <= max_lease_ms ({})",
                                        o.default_lease_ms, o.max_lease_ms));
@@ -151,7 +152,8 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
                            s->service_->takeover_gate().Close(std::chrono::steady_clock::now() +
                                                               std::chrono::milliseconds(s->options_.takeover_grace_ms));
                            s->active_->Set(s->NewPool(), term);
-                           s->wake_.notify_all();  // lists the registered stores at once
+                           std::lock_guard lock(s->mu_);  // lists the registered stores at once
+                           if (s->maintenance_) s->maintenance_->RunSoon();
                          },
                      .deposed = [s](int64_t) { s->active_->Set(nullptr); }});
     if (!started.ok()) {
@@ -185,7 +187,9 @@ Result<std::unique_ptr<MasterServer>> MasterServer::Start(const MasterOptions& o
     server->http_server_ = std::move(http).value();
   }
 
-  server->maintenance_ = std::thread([s = server.get()] { s->MaintenanceLoop(); });
+  std::lock_guard lock(server->mu_);
+  server->maintenance_ = clock->Every(std::chrono::milliseconds(options.maintenance_interval_ms),
+                                      [s = server.get()] { s->Maintain(); });
   return server;
 }
 
@@ -196,23 +200,18 @@ MasterServer::~MasterServer() {
 
 int MasterServer::metrics_port() const { return http_server_ ? http_server_->port() : 0; }
 
-void MasterServer::MaintenanceLoop() {
-  std::shared_ptr<PoolMetadata> served_last;  // what the previous pass ran on (null: nothing)
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.maintenance_interval_ms));
-    if (stopping_) break;
-    lock.unlock();
-    std::shared_ptr<PoolMetadata> pool = active_->Get();
-    if (pool) {
-      // The same pool served again after a gap: the stores' heartbeats were refused meanwhile.
-      if (pool != served_last) pool->ForgiveStoreSilence();
-      pool->RunMaintenance();
-      CheckTakeover();
+void MasterServer::Maintain() {
+  std::shared_ptr<PoolMetadata> pool = active_->Get();
+  if (pool) {
+    // The same pool served again after a gap: the stores' heartbeats were refused meanwhile.
+    if (pool != served_last_) pool->ForgiveStoreSilence();
+    pool->RunMaintenance();
+    if (options_.settle_each_pass) {
+      (void)pool->WaitIndexSynced(std::chrono::steady_clock::now() + std::chrono::milliseconds(pool->options().index_sync_timeout_ms));
     }
-    served_last = pool;
-    lock.lock();
+    CheckTakeover();
   }
+  served_last_ = std::move(pool);
 }
 
 void MasterServer::CheckTakeover() {
@@ -235,13 +234,14 @@ void MasterServer::HandOver(std::chrono::milliseconds wait) {
 }
 
 void MasterServer::Shutdown() {
+  std::unique_ptr<Timer> maintenance;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    maintenance = std::move(maintenance_);
   }
-  wake_.notify_all();
-  if (maintenance_.joinable()) maintenance_.join();
+  maintenance.reset();  // waits for a pass in progress
   // Revokes the lease: a standby leads at once instead of after the lease's ttl.
   if (leadership_) (void)leadership_->Resign();
   if (http_server_) http_server_->Shutdown();

@@ -1,5 +1,5 @@
 // MasterServer: a running master — the gRPC service, the /metrics + /health endpoint and
-// the maintenance thread (put timeouts, ended leases, heartbeat expiry, watermark eviction)
+// the maintenance pass (a timer of the injected Clock) (put timeouts, ended leases, heartbeat expiry, watermark eviction)
 // around one PoolMetadata.
 //
 //   auto server = MasterServer::Start(options);
@@ -51,8 +51,13 @@ struct MasterOptions {
   size_t max_key_bytes = 4096;
   uint64_t max_value_bytes = uint64_t{1} << 40;
   int rpc_threads = 0;  // 0 = gRPC's default thread pool sizing
-  // How often the maintenance thread runs (real time; the logic uses the injected Clock).
+  // How often the maintenance pass runs, in the injected Clock's time (its timer).
   uint64_t maintenance_interval_ms = 50;
+  // A pass ends only once every store has confirmed its index journal (bounded by the pool's
+  // index_sync_timeout_ms), the SSD moves it asked for included when the stores make them
+  // before confirming (store::StorageOptions::ssd_demote_inline): nothing a pass started is
+  // left to the timing of other threads. For a pool on an emulated clock (the replay).
+  bool settle_each_pass = false;
 
   // High availability (master/leadership.h): with `etcd` endpoints, this master is one of
   // several for its part and serves only while etcd's election names it leader; "" = a lone
@@ -112,7 +117,8 @@ class MasterServer {
 
  private:
   MasterServer(const MasterOptions& options, Clock* clock);
-  void MaintenanceLoop();
+  // One pass of the maintenance timer: the active pool's leases, puts, stores and eviction.
+  void Maintain();
   // While a new term's takeover gate is closed: lists the stores registered in etcd, for which
   // it waits, and opens it if they have all rejoined (master/takeover_gate.h).
   void CheckTakeover();
@@ -135,7 +141,8 @@ class MasterServer {
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mu_
   bool stopped_ = false;   // guarded by mu_
-  std::thread maintenance_;
+  std::unique_ptr<Timer> maintenance_;  // guarded by mu_ (its task runs outside it)
+  std::shared_ptr<PoolMetadata> served_last_;  // what the previous pass ran on; the task's only
 };
 
 }  // namespace kvpool::master

@@ -16,20 +16,23 @@ PoolConnection::~PoolConnection() {
   embedded_.clear();
 }
 
-Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t memory_bytes, uint32_t parts,
-                                                                     const EmbeddedSsd& ssd,
-                                                                     std::chrono::milliseconds read_lease,
-                                                                     double max_retained_fraction) {
+Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(const EmbeddedPoolSpec& spec) {
+  const uint32_t parts = spec.parts;
   if (parts == 0) return InvalidArgument("an embedded pool needs at least one part");
   constexpr uint64_t kAlign = uint64_t{2} << 20;
   std::vector<std::unique_ptr<embedded::EmbeddedPool>> started;
   client::PoolParts list;
   embedded::EmbeddedPoolOptions eo;
-  eo.memory_bytes = (memory_bytes / parts + kAlign - 1) / kAlign * kAlign;
-  eo.ssd_bytes = ssd.bytes / parts;
-  eo.ssd_max_object_bytes = ssd.max_object_bytes;
-  eo.ssd_dir = ssd.dir;
-  eo.max_retained_fraction = max_retained_fraction;
+  eo.memory_bytes = (spec.memory_bytes / parts + kAlign - 1) / kAlign * kAlign;
+  eo.ssd_bytes = spec.ssd.bytes / parts;
+  eo.ssd_max_object_bytes = spec.ssd.max_object_bytes;
+  eo.ssd_dir = spec.ssd.dir;
+  eo.max_retained_fraction = spec.max_retained_fraction;
+  eo.clock = spec.clock;
+  eo.settled_passes = spec.clock != SteadyClock::Get();
+  // A store's default beat: on an emulated clock each one is a real round trip, and the
+  // master's 5 s ttl needs no more.
+  eo.heartbeat_interval = std::chrono::seconds(1);
   for (uint32_t k = 0; k < parts; ++k) {
     eo.part = k;
     auto pool = embedded::EmbeddedPool::Start(eo);
@@ -37,7 +40,7 @@ Result<std::unique_ptr<PoolConnection>> PoolConnection::StartEmbedded(uint64_t m
     list.masters.push_back((*pool)->address());
     started.push_back(std::move(pool).value());
   }
-  auto p = Connect(list, {}, read_lease);
+  auto p = Connect(list, {}, spec.read_lease);
   if (!p.ok()) return p.status();
   (*p)->embedded_ = std::move(started);
   (*p)->description_ = parts == 1 ? fmt::format("embedded pool ({}) on {}", FormatByteSize(eo.memory_bytes),

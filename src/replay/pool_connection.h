@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "connector/chunk_store.h"
 #include "replay/replay_metrics.h"
@@ -28,16 +29,24 @@ struct EmbeddedSsd {
   std::string dir;  // where the files go; "": each part's temporary folder
 };
 
+// What StartEmbedded starts.
+struct EmbeddedPoolSpec {
+  uint64_t memory_bytes = 0;
+  uint32_t parts = 1;
+  EmbeddedSsd ssd;
+  std::chrono::milliseconds read_lease{0};  // what the client's lookups ask for (0: the master's default)
+  double max_retained_fraction = 0.5;       // each master's bound on retention hints (master::PoolOptions)
+  // The pool's one clock (the replay's simulation); REQUIRES: outlives the connection. Its
+  // maintenance passes are settled (EmbeddedPoolOptions::settled_passes) when it is not the
+  // steady clock.
+  Clock* clock = SteadyClock::Get();
+};
+
 class PoolConnection {
  public:
   // `parts` fresh masters, each with a storage service of memory_bytes / parts (4K pages, no
   // huge pages needed) and, with `ssd`, an SSD tier of ssd.bytes / parts.
-  // `read_lease`: what the client's lookups ask for (0: the master's default; ReplayRunOptions).
-  // `max_retained_fraction`: each master's bound on retention hints (master::PoolOptions).
-  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(uint64_t memory_bytes, uint32_t parts = 1,
-                                                               const EmbeddedSsd& ssd = {},
-                                                               std::chrono::milliseconds read_lease = {},
-                                                               double max_retained_fraction = 0.5);
+  static Result<std::unique_ptr<PoolConnection>> StartEmbedded(const EmbeddedPoolSpec& spec);
   static Result<std::unique_ptr<PoolConnection>> Connect(const client::PoolParts& pool,
                                                          proto::RpcCredentials credentials = {},
                                                          std::chrono::milliseconds read_lease = {},

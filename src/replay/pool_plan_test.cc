@@ -35,15 +35,13 @@ TEST(ChunkLruTest, EvictsTheLeastRecentDownToTheLowWatermarkOnceAboveTheHigh) {
   EXPECT_EQ(lru.LeadingRun(c, 0), 1u);
 }
 
-// The tiny replay, measured over 600 emulated seconds rather than its first 24 requests (a
-// window of time is what the planner predicts for), with kvpool replay's short read lease (a
-// 5 s one pins what the last minutes of emulated time restored: replay_run.h).
+// The tiny replay, measured over 400 emulated seconds rather than its first 24 requests (a
+// window of time is what the planner predicts for).
 ReplayRunOptions TinyWindowRun() {
   ReplayRunOptions run = testing::TinyRun(true);
   run.replay.max_requests = 0;
   run.replay.duration_s = 400;
   run.replay.sessions = 6;
-  run.read_lease = std::chrono::milliseconds(500);
   return run;
 }
 

@@ -69,8 +69,6 @@ Status ReplayDriver::Start() {
     return InvalidArgument("replay: give a duration or a request limit");
   }
   if (options_.arrival_rate < 0) return InvalidArgument("replay: the arrival rate must be positive");
-  wall_start_ = std::chrono::steady_clock::now();
-  sim_start_ = sim_->now();
   if (options_.arrival_rate > 0) ScheduleArrival();
   for (auto& lane : lanes_) {
     const double start = options_.ramp_s * lane->index / options_.sessions;
@@ -136,10 +134,9 @@ void ReplayDriver::SendMain(Tree& tree) {
 
 void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s, double reuse_in_s) {
   if (!options_.session_retention || !sink_->uses_pool() || prompt.empty()) return;
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
-  const double pace = wall_s / std::max(1.0, sim_->now() - sim_start_);  // wall seconds per emulated second
-  const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s * pace)));
-  const auto reuse_in = std::chrono::milliseconds(static_cast<int64_t>(1000 * reuse_in_s * pace));
+  // In emulated time, the embedded pool's (it runs on the simulation's clock).
+  const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s)));
+  const auto reuse_in = std::chrono::milliseconds(static_cast<int64_t>(1000 * reuse_in_s));
   sink_->RetainSession(prompt, ttl, reuse_in);
 }
 

@@ -59,9 +59,9 @@ struct ReplayOptions {
   // the session's history is retained for about its wait before the next turn (the recorded
   // gap, capped; with paced arrivals, the idle cap), expected back at the gap's end, and again
   // when the next turn arrives, for the idle cap and expected at once, so that it lasts while
-  // the turn queues for prefill and goes before waiting sessions' histories; in the pool's
-  // real time at the run's current pace (wall seconds per emulated second), retentions with a
-  // margin of 2x. When its
+  // the turn queues for prefill and goes before waiting sessions' histories; in emulated time
+  // (the embedded pool's clock; an existing pool reads them in its own real time, which is
+  // the replay's only at --speedup 1), retentions with a margin of 2x. When its
   // tree ends, released. A subagent's history likewise, from its first turn until it is done.
   // false: plain LRU. Without a pool, nothing is sent.
   bool session_retention = false;
@@ -135,9 +135,6 @@ class ReplayDriver final : public TraceDriver {
   std::optional<double> first_counted_arrival_;
   std::optional<double> stop_time_;
   uint64_t rng_state_;
-  // The run's pace, for retention hints in the pool's real time.
-  std::chrono::steady_clock::time_point wall_start_;
-  double sim_start_ = 0;
   // Paced arrivals: trees whose next main turn may go, and arrivals that found none.
   std::vector<Tree*> due_;
   int64_t waiting_arrivals_ = 0;

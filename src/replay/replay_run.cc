@@ -92,6 +92,8 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
     return InvalidArgument("an SSD tier size is for the embedded pools; an existing pool's stores have their own "
                            "(kvpool store --ssd)");
   }
+  // The pools run on the simulation's clock: declared before them, it outlives their timers.
+  engine::Simulation sim(options.speedup);
   std::vector<std::unique_ptr<PoolConnection>> pools;  // one shared, or one per server
   if (options.use_pool) {
     // One server keeps its one-part pool; several split theirs by rail, as published.
@@ -101,16 +103,17 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
       auto p = split && !options.server_pools.empty()
                    ? PoolConnection::Connect(options.server_pools[k], options.credentials, options.read_lease, options.ucx)
                : options.pool ? PoolConnection::Connect(*options.pool, options.credentials, options.read_lease, options.ucx)
-                              : PoolConnection::StartEmbedded(split ? server_bytes : server_bytes * topology.servers,
-                                                              parts,
-                                                              EmbeddedSsdFor(options, split ? 1 : topology.servers, parts),
-                                                              options.read_lease, options.max_retained_fraction);
+                              : PoolConnection::StartEmbedded({.memory_bytes = split ? server_bytes : server_bytes * topology.servers,
+                                                               .parts = parts,
+                                                               .ssd = EmbeddedSsdFor(options, split ? 1 : topology.servers, parts),
+                                                               .read_lease = options.read_lease,
+                                                               .max_retained_fraction = options.max_retained_fraction,
+                                                               .clock = sim.clock()});
       if (!p.ok()) return p.status();
       spdlog::debug("replay: {}", (*p)->description());
       pools.push_back(std::move(p).value());
     }
   }
-  engine::Simulation sim(options.speedup);
   engine::DeploymentOptions d;
   d.handoff = handoff.get();
   d.geometry = options.geometry;
@@ -120,9 +123,12 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.prefetch_share = options.prefetch_share;
   for (auto& p : pools) d.pools.push_back(p->store());
   d.devices.gpus = options.gpus;
-  // A fresh key space per run: runs sharing a remote pool never hit each other's chunks.
-  d.run_salt = fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
-                           options.replay.seed);
+  // A fresh key space per run: runs sharing an existing pool never hit each other's chunks.
+  // An embedded pool is the run's own: the same keys every time, as the same seed must give.
+  const bool existing_pool = options.pool || !options.server_pools.empty();
+  d.run_salt = existing_pool ? fmt::format("run-{}-{}", std::chrono::system_clock::now().time_since_epoch().count(),
+                                           options.replay.seed)
+                             : fmt::format("run-{}", options.replay.seed);
   d.seed = options.replay.seed;
   auto deployment = engine::Deployment::Create(std::move(d), &sim);
   if (!deployment.ok()) return deployment.status();

@@ -59,10 +59,8 @@ struct ReplayRunOptions {
   std::vector<client::PoolParts> server_pools;
   // What the replay brings to existing pools (--auth-file, --tls-ca); embedded pools need none.
   proto::RpcCredentials credentials;
-  // The read lease the restores' lookups ask for, in real time (0: the master's default, 5 s).
-  // A lease keeps its chunks from eviction until it ends, and the replay runs emulated time
-  // tens of times faster than real time: a 5 s lease would pin every chunk restored in the
-  // last few emulated minutes, which a real deployment never sees (kvpool replay's default).
+  // The read lease the restores' lookups ask for, in the pool's time (0: the master's default,
+  // 5 s). The embedded pool runs on the simulation's clock, so its leases end in emulated time.
   std::chrono::milliseconds read_lease{0};
   // --transport ucx: the pool's client reaches stores on other hosts over UCX (with a pool, not
   // embedded), and the network handoff writes over it.

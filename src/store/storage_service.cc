@@ -24,7 +24,6 @@ namespace kvpool::store {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 std::string RandomStoreId() {
   std::random_device rd;
@@ -128,7 +127,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
   spdlog::info("store {}: segment {}", service->store_id_, service->memory_->Describe());
 
   if (!options.ssd_path.empty()) {
-    auto ssd = TierMover::Open({options.ssd_path, options.ssd_bytes, options.ssd_max_object_bytes},
+    auto ssd = TierMover::Open({options.ssd_path, options.ssd_bytes, options.ssd_max_object_bytes, options.ssd_demote_inline},
                                {static_cast<std::byte*>(service->memory_->base()), service->memory_->size()});
     if (!ssd.ok()) return ssd.status();
     service->ssd_ = std::move(ssd).value();
@@ -176,7 +175,7 @@ Result<std::unique_ptr<StorageService>> StorageService::Start(const StorageOptio
         std::shared_ptr<etcd::EtcdClient>(*etcd::EtcdClient::Create(options.etcd)), options.part, service->store_id_,
         service->tcp_address_, options.registration_ttl);
   }
-  service->heartbeat_thread_ = std::thread([s = service.get()] { s->HeartbeatLoop(); });
+  service->heartbeat_ = options.clock->Every(options.heartbeat_interval, [s = service.get()] { s->Heartbeat(); });
   if (options.keep_index) service->index_thread_ = std::thread([s = service.get()] { s->IndexLoop(); });
   if (!options.metrics_listen.empty()) {
     StorageService* s = service.get();
@@ -280,9 +279,10 @@ void StorageService::IndexLoop() {
         applied = reply->first_seq() > 0 ? reply->first_seq() - 1 : 0;
       }
       applied = ApplyRecords(*reply, applied);
+      if (ssd_) ssd_->DemoteQueued();  // with ssd_demote_inline: done before they are confirmed
     }
     lock.lock();
-    // A master that is away or does not know the segment: the heartbeat thread deals with
+    // A master that is away or does not know the segment: the heartbeat timer deals with
     // it; ask again shortly.
     if (!reply.ok()) wake_.wait_for(lock, milliseconds(100), [this] { return stopping_; });
   }
@@ -334,27 +334,24 @@ uint64_t StorageService::ApplyRecords(const proto::PullIndexReply& reply, uint64
   return applied;
 }
 
-void StorageService::HeartbeatLoop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    auto wake = steady_clock::now() + options_.heartbeat_interval;
-    // Dropped: the next step is the remount, due once every lease on the old id has expired.
-    if (segment_id_ == 0) wake = remount_not_before_;
-    wake_.wait_until(lock, wake, [this] { return stopping_; });
-    if (stopping_) break;
-    const uint64_t id = segment_id_;
-    lock.unlock();
-    if (id != 0) {
-      Beat(id);
-    } else if (Status mounted = MountAndServe(); mounted.ok()) {
-      ++remounts_;
-      NoteMasterReachable(true, mounted);
-    } else {
-      NoteMasterReachable(false, mounted);
-      std::lock_guard retry_lock(mu_);
-      remount_not_before_ = steady_clock::now() + options_.heartbeat_interval;
-    }
-    lock.lock();
+void StorageService::Heartbeat() {
+  const uint64_t id = segment_id_;
+  if (id != 0) {
+    Beat(id);
+    return;
+  }
+  {
+    // Dropped: the remount is due once every lease on the old id has expired.
+    std::lock_guard lock(mu_);
+    if (options_.clock->NowNs() < remount_not_before_ns_) return;
+  }
+  if (Status mounted = MountAndServe(); mounted.ok()) {
+    ++remounts_;
+    NoteMasterReachable(true, mounted);
+  } else {
+    NoteMasterReachable(false, mounted);
+    std::lock_guard lock(mu_);
+    remount_not_before_ns_ = options_.clock->NowNs() + std::chrono::nanoseconds(options_.heartbeat_interval).count();
   }
 }
 
@@ -392,7 +389,7 @@ void StorageService::Beat(uint64_t id) {
   index_.Clear();
   segment_id_ = 0;
   std::lock_guard lock(mu_);
-  remount_not_before_ = steady_clock::now() + max_lease_;
+  remount_not_before_ns_ = options_.clock->NowNs() + std::chrono::nanoseconds(max_lease_).count();
   spdlog::warn("store {}: master {} dropped segment {}; withdrawn, remounting in {} ms once "
                "every lease on it has expired",
                store_id_, master_->master_address(), id, max_lease_.count());
@@ -425,7 +422,7 @@ void StorageService::Stop() {
   }
   wake_.notify_all();
   if (master_) master_->Interrupt();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  heartbeat_.reset();  // waits for a beat in progress
   if (index_thread_.joinable()) index_thread_.join();
 
   // Unmount first so the master stops placing objects here, then stop serving.

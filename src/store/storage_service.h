@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "etcd/store_registry.h"
 #include "transfer/transfer_engine.h"
@@ -59,6 +60,9 @@ struct StorageOptions {
   std::string shm_socket_dir = "/tmp";  // the unix socket is <dir>/kvpool-<store_id>.sock
   std::string store_id;                 // "" => random; letters, digits, '-', '_', '.'
   std::chrono::milliseconds heartbeat_interval{1000};
+  // The pool's clock (common/clock.h): the heartbeats' timer and the remount's wait run on it.
+  // REQUIRES: outlives the service.
+  Clock* clock = SteadyClock::Get();
   // Following etcd: how long the store stays in the part's registry after it stops renewing
   // (it dies). A new leader waits for registered stores, so this bounds what a dead one costs.
   std::chrono::seconds registration_ttl{3};
@@ -79,6 +83,10 @@ struct StorageOptions {
   std::string ssd_path;
   uint64_t ssd_bytes = 0;
   uint64_t ssd_max_object_bytes = uint64_t{8} << 20;
+  // The index thread makes the SSD moves itself as it applies them, before it confirms them
+  // (TierMoverOptions::demote_inline), so a master that waits for the confirmation sees them
+  // done (master::MasterOptions::settle_each_pass).
+  bool ssd_demote_inline = false;
   // HTTP address of the store's /metrics and /health ("" for none; store/store_metrics_text.h).
   std::string metrics_listen;
   // The pool's secret (proven to the master, and demanded of every client of the segment's
@@ -131,7 +139,8 @@ class StorageService {
   Status MountAndServe();
   // Gives segment `id` and its index to a master that does not know it. OK: serving on.
   Status Rejoin(uint64_t id);
-  void HeartbeatLoop();
+  // One tick of the heartbeat timer: a beat, or the remount once it is due.
+  void Heartbeat();
   // Pulls and applies the changes to the index while a segment is mounted.
   void IndexLoop();
   // Applies one PullIndex answer's records from `applied` + 1 on, moving SSD objects as they
@@ -168,14 +177,15 @@ class StorageService {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mu_
-  // Earliest time a dropped segment may be remounted (invariant 3); guarded by mu_.
-  std::chrono::steady_clock::time_point remount_not_before_;
+  // Earliest time (options_.clock's) a dropped segment may be remounted (invariant 3);
+  // guarded by mu_.
+  int64_t remount_not_before_ns_ = 0;
   std::chrono::milliseconds max_lease_{0};  // from the latest mount; guarded by mu_
-  bool master_reachable_ = true;            // for logging state changes; heartbeat thread only
+  bool master_reachable_ = true;            // for logging state changes; heartbeat timer only
 
   std::mutex stop_mu_;  // serialises Stop(); held for its whole run
   bool stopped_ = false;  // guarded by stop_mu_
-  std::thread heartbeat_thread_;
+  std::unique_ptr<Timer> heartbeat_;
   std::thread index_thread_;
 };
 

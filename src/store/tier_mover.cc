@@ -31,7 +31,7 @@ Result<std::unique_ptr<TierMover>> TierMover::Open(const TierMoverOptions& optio
   auto tier = ssd::SsdTier::Open(options.path, options.size_bytes, tier_options);
   if (!tier.ok()) return tier.status();  // its message names the file
   std::unique_ptr<TierMover> mover(new TierMover(std::move(tier).value(), segment));
-  mover->worker_ = std::thread([m = mover.get()] { m->Work(); });
+  if (!options.demote_inline) mover->worker_ = std::thread([m = mover.get()] { m->Work(); });
   return mover;
 }
 
@@ -62,55 +62,81 @@ void TierMover::Work() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
-    std::vector<proto::IndexEntry> batch;
-    uint64_t bytes = 0;
-    while (!queue_.empty() && (batch.empty() || bytes + queue_.front().length() <= kMaxBatchBytes)) {
-      bytes += queue_.front().length();
-      batch.push_back(std::move(queue_.front()));
+    std::vector<proto::IndexEntry> batch = TakeBatchLocked();
+    lock.unlock();
+    DemoteBatch(batch);
+    lock.lock();
+  }
+}
+
+void TierMover::DemoteQueued() {
+  if (worker_.joinable()) return;
+  // One object at a time: a batch's writes complete in any order and each enters the tier's
+  // LRU when it completes; one by one, the tier's order is the journal's.
+  while (true) {
+    std::vector<proto::IndexEntry> one;
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) return;
+      one.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
-    lock.unlock();
-    std::vector<ssd::SsdPut> puts;
-    std::vector<size_t> of;  // batch index of each put
-    std::vector<std::string> refused(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const proto::IndexEntry& e = batch[i];
-      if (!InsideSegment(e, segment_.size())) {
-        refused[i] = "the entry lies outside the segment";
-        continue;
-      }
-      puts.push_back({e.key(), e.group(), segment_.subspan(e.offset(), e.length()), e.checksum(), e.group_members()});
-      of.push_back(i);
-    }
-    const auto started = std::chrono::steady_clock::now();
-    const std::vector<Status> written = tier_->Put(puts);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    uint64_t written_bytes = 0;
-    std::vector<uint64_t> offsets(batch.size(), 0);  // where each written value lies in the file
-    for (size_t j = 0; j < written.size(); ++j) {
-      if (!written[j].ok()) {
-        refused[of[j]] = written[j].ToString();
-      } else if (auto at = tier_->ValueOffset(batch[of[j]].key()); !at) {
-        refused[of[j]] = "it left the SSD tier before it was reported";
-      } else {
-        offsets[of[j]] = *at;
-        written_bytes += puts[j].value.size();
-      }
-    }
-    lock.lock();
-    moved_.demote_seconds += seconds;
-    moved_.demoted_bytes += written_bytes;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      proto::TierReport& r = reports_.emplace_back();
-      r.set_kind(refused[i].empty() ? proto::TierReport::DEMOTED : proto::TierReport::DEMOTE_FAILED);
-      ++(refused[i].empty() ? moved_.demoted : moved_.demote_failed);
-      r.set_key(batch[i].key());
-      r.set_put_id(batch[i].put_id());
-      r.set_message(refused[i]);
-      r.set_ssd_offset(offsets[i]);
-    }
-    ReportEvictedLocked();
+    DemoteBatch(one);
   }
+}
+
+std::vector<proto::IndexEntry> TierMover::TakeBatchLocked() {
+  std::vector<proto::IndexEntry> batch;
+  uint64_t bytes = 0;
+  while (!queue_.empty() && (batch.empty() || bytes + queue_.front().length() <= kMaxBatchBytes)) {
+    bytes += queue_.front().length();
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return batch;
+}
+
+void TierMover::DemoteBatch(const std::vector<proto::IndexEntry>& batch) {
+  std::vector<ssd::SsdPut> puts;
+  std::vector<size_t> of;  // batch index of each put
+  std::vector<std::string> refused(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const proto::IndexEntry& e = batch[i];
+    if (!InsideSegment(e, segment_.size())) {
+      refused[i] = "the entry lies outside the segment";
+      continue;
+    }
+    puts.push_back({e.key(), e.group(), segment_.subspan(e.offset(), e.length()), e.checksum(), e.group_members()});
+    of.push_back(i);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<Status> written = tier_->Put(puts);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  uint64_t written_bytes = 0;
+  std::vector<uint64_t> offsets(batch.size(), 0);  // where each written value lies in the file
+  for (size_t j = 0; j < written.size(); ++j) {
+    if (!written[j].ok()) {
+      refused[of[j]] = written[j].ToString();
+    } else if (auto at = tier_->ValueOffset(batch[of[j]].key()); !at) {
+      refused[of[j]] = "it left the SSD tier before it was reported";
+    } else {
+      offsets[of[j]] = *at;
+      written_bytes += puts[j].value.size();
+    }
+  }
+  std::lock_guard lock(mu_);
+  moved_.demote_seconds += seconds;
+  moved_.demoted_bytes += written_bytes;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    proto::TierReport& r = reports_.emplace_back();
+    r.set_kind(refused[i].empty() ? proto::TierReport::DEMOTED : proto::TierReport::DEMOTE_FAILED);
+    ++(refused[i].empty() ? moved_.demoted : moved_.demote_failed);
+    r.set_key(batch[i].key());
+    r.set_put_id(batch[i].put_id());
+    r.set_message(refused[i]);
+    r.set_ssd_offset(offsets[i]);
+  }
+  ReportEvictedLocked();
 }
 
 void TierMover::ReportEvictedLocked() {

@@ -2,7 +2,7 @@
 // ssd::SsdTier and moves objects between it and the segment when the master's journal says so
 // (master/pool_tiering.cc has the master's side and why no reader sees wrong bytes).
 //
-//   DEMOTE    queued; a worker thread copies the object's segment bytes into the tier (checked
+//   DEMOTE    queued; a worker thread (or DemoteQueued, with demote_inline) copies the object's segment bytes into the tier (checked
 //             against the writer's checksum on the way) and reports DEMOTED or DEMOTE_FAILED.
 //   PROMOTE   loaded from the tier into the segment before the store confirms the record (the
 //             caller applies it to the index only when Promote says it was loaded); the SSD
@@ -37,6 +37,10 @@ struct TierMoverOptions {
   std::string path;                             // the tier's file
   uint64_t size_bytes = 0;                      // REQUIRES: > 0
   uint64_t max_value_bytes = uint64_t{8} << 20;  // the largest object it takes (its slot size)
+  // No worker: demotions wait in the queue until DemoteQueued runs them on the caller's
+  // thread, for a pool whose results must not depend on when a worker gets to them (one on an
+  // emulated clock).
+  bool demote_inline = false;
 };
 
 // What the mover did since it opened (the store's /metrics): objects and bytes moved each
@@ -61,6 +65,10 @@ class TierMover {
   uint64_t max_value_bytes() const { return tier_->max_value_bytes(); }
 
   void Demote(const proto::IndexEntry& entry);
+  // With demote_inline: runs the queued demotions now, on this thread, one by one in the
+  // order queued (their reports follow).
+  // Without, nothing: the worker runs them.
+  void DemoteQueued();
   // Loads each entry's object into the segment at its offset; true for those loaded. A failure
   // is reported PROMOTE_FAILED (with the reason), to go with the ack of its record.
   std::vector<bool> Promote(std::span<const proto::IndexEntry* const> entries);
@@ -81,6 +89,9 @@ class TierMover {
  private:
   TierMover(std::unique_ptr<ssd::SsdTier> tier, std::span<std::byte> segment);
   void Work();
+  std::vector<proto::IndexEntry> TakeBatchLocked();  // the next batch of queued demotions
+  // Writes `batch` into the tier and reports each DEMOTED or DEMOTE_FAILED.
+  void DemoteBatch(const std::vector<proto::IndexEntry>& batch);
   void Report(proto::TierReport::Kind kind, const std::string& key, uint64_t put_id, const std::string& message);
   void ReportEvictedLocked();
 

@@ -26,7 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::HostScenario;
-using Clock = std::chrono::steady_clock;
+using WallClock = std::chrono::steady_clock;
 
 using testing::DeviceCache;
 using testing::ExpectSame;
@@ -76,7 +76,7 @@ std::vector<Status> SendAllRanks(const std::string& address, const HostScenario&
       const bool on_gpu = p < prefill.size();
       results[p] = (*sender)->Send(request_id, s.c.first_token, s.c.end_token,
                                    on_gpu ? prefill[p]->cache : s.prefill[p].cache(), s.prefill_tables[p],
-                                   Clock::now() + 30s, on_gpu ? prefill[p]->device : -1);
+                                   WallClock::now() + 30s, on_gpu ? prefill[p]->device : -1);
     });
   }
   for (auto& t : threads) t.join();
@@ -143,7 +143,7 @@ class HandoffNetworkGpuTest : public ::testing::TestWithParam<bool> {  // param:
     for (const Status& st : SendAllRanks((*receiver)->address(), g.s, 1, g.prefill)) {
       ASSERT_TRUE(st.ok()) << what << ": " << st.ToString();
     }
-    const Status ready = (*receiver)->Wait(1, Clock::now() + 30s);
+    const Status ready = (*receiver)->Wait(1, WallClock::now() + 30s);
     ASSERT_TRUE(ready.ok()) << what << ": " << ready.ToString();
     for (size_t d = 0; d < g.decode.size(); ++d) {
       ExpectSame(want[d], *g.decode[d], what + " decode rank " + std::to_string(d));
@@ -216,7 +216,7 @@ TEST_P(HandoffNetworkGpuTest, ConcurrentRequestsIntoGpuAndHostCaches) {
   for (auto& t : requests) t.join();
   for (int i = 0; i < kRequests; ++i) {
     for (const Status& st : sent[i]) ASSERT_TRUE(st.ok()) << "request " << i << ": " << st.ToString();
-    const Status ready = (*receiver)->Wait(100 + i, Clock::now() + 30s);
+    const Status ready = (*receiver)->Wait(100 + i, WallClock::now() + 30s);
     ASSERT_TRUE(ready.ok()) << "request " << i << ": " << ready.ToString();
     for (size_t d = 0; d < gpu[i].decode.size(); ++d) {
       const std::string what = "request " + std::to_string(i) + " decode rank " + std::to_string(d);
@@ -248,10 +248,10 @@ TEST_P(HandoffNetworkGpuTest, HostMemoryNamedAsDeviceMemoryIsRefused) {
   auto sender = HandoffSender::Connect((*receiver)->address(), s.c.prefill, s.c.decode, 0);
   ASSERT_TRUE(sender.ok());
   const Status sent = (*sender)->Send(2, s.c.first_token, s.c.end_token, s.prefill[0].cache(), s.prefill_tables[0],
-                                      Clock::now() + 10s, 0);
+                                      WallClock::now() + 10s, 0);
   EXPECT_EQ(sent.code(), StatusCode::kInvalidArgument) << sent.ToString();
   EXPECT_TRUE((*sender)->Send(2, s.c.first_token, s.c.end_token, s.prefill[0].cache(), s.prefill_tables[0],
-                              Clock::now() + 10s).ok());
+                              WallClock::now() + 10s).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Hosts, HandoffNetworkGpuTest, ::testing::Values(false, true),
