@@ -12,59 +12,72 @@
 # the default size. Raw results: docs/results/session-aware.json, rendered into
 # docs/benchmarks.md by scripts/render_session_aware_benchmarks.py.
 #
-# Each arm runs REPS times with the same seed: leases and hints run in real time, so runs differ;
-# the page reports each arm's median run by reuse and the range of its reuse. Keep REPS odd (the
-# default is 3): with an even REPS there is no median run, the JSON's "median" holds the better of
-# the two middle runs (with 2, the better run) and the page says so instead of "median".
+# Each arm runs once per seed of SEEDS (default 1 2 3): the pool runs on the replay's clock, so
+# one seed gives one result (issue 41); the spread is across seeds, and arms are compared seed by
+# seed (the same corpus, start points and routing). The page reports each arm's median seed by
+# reuse and the range, and the gains as the median and range of the per-seed differences. JOBS
+# runs go at once (default: one per core; results do not depend on it, only the wall time).
 #
-# usage: [SESSIONS="96 112"] [SIZES="20000000 32000000"] [DURATION=600] [REPS=3] [BUILD=build] scripts/bench-session-aware.sh
-# (BUILD: the build folder, scripts/bench_build.sh.)
+# usage: [SESSIONS=112] [SIZES="20000000 32000000"] [DURATION=600] [SEEDS="1 2 3"] [JOBS=N] [BUILD=build]
+#        scripts/bench-session-aware.sh   (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SESSIONS=${SESSIONS:-96 112}
+SESSIONS=${SESSIONS:-112}
 SIZES=${SIZES:-20000000 32000000}
 DURATION=${DURATION:-600}
-REPS=${REPS:-3}
+SEEDS=${SEEDS:-1 2 3}
+JOBS=${JOBS:-$(nproc)}
 source scripts/bench_build.sh
 bench_build kvpool
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-common=(--synth 393 --seed 1 --duration "$DURATION" --mode pool)
+common=(--synth 393 --duration "$DURATION" --mode pool)
 declare -A ARMS=([lru]="--retention lru --prefetch off" [session]="--retention session --prefetch off"
                  [session90]="--retention session --max-retained-fraction 0.9 --prefetch off"
                  [prefetch]="--retention lru --prefetch on")
+running=0
 for n in $SESSIONS; do
   for size in $SIZES; do
-    for rep in $(seq "$REPS"); do
+    for seed in $SEEDS; do
       for arm in lru session session90 prefetch; do
         read -ra flags <<< "${ARMS[$arm]}"
-        echo "== $n sessions, $size tokens, $arm, run $rep of $REPS: kvpool replay ${common[*]} --sessions $n --pool-tokens $size ${flags[*]}"
-        "$BUILD"/src/cli/kvpool replay "${common[@]}" --sessions "$n" --pool-tokens "$size" "${flags[@]}" \
-          --json "$OUT/$n-$size-$arm-$rep.json"
+        echo "== $n sessions, $size tokens, $arm, seed $seed: kvpool replay ${common[*]} --seed $seed --sessions $n --pool-tokens $size ${flags[*]}"
+        "$BUILD"/src/cli/kvpool replay "${common[@]}" --seed "$seed" --sessions "$n" --pool-tokens "$size" "${flags[@]}" \
+          --json "$OUT/$n-$size-$arm-$seed.json" >"$OUT/$n-$size-$arm-$seed.log" 2>&1 &
+        running=$((running + 1))
+        if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
       done
     done
   done
 done
-/usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "$REPS" "${common[*]}" <<'PY'
+while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); done
+for f in "$OUT"/*.json; do [ -s "$f" ] || { echo "a replay failed: ${f%.json}.log" >&2; tail -5 "${f%.json}.log" >&2; exit 1; }; done
+/usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "$SEEDS" "${common[*]}" <<'PY'
 import datetime, json, os, sys
-out, sessions, sizes, reps, common = sys.argv[1:]
+out, sessions, sizes, seeds, common = sys.argv[1:]
+seeds = [int(x) for x in seeds.split()]
 sys.path.insert(0, "scripts")
 from bench_machine import describe_machine, machine_timings  # noqa: E402
 KEEP = ("requests", "token_sources", "ttft_s", "throughput_tok_s_per_gpu", "restores", "prefetched_restores",
         "restore_critical_s", "restore_critical_total_s", "stage_restore_s", "verification_errors",
         "failed_requests", "restore_fallback_tokens")
 def arm(n, size, name):
-    runs = [json.load(open(os.path.join(out, f"{n}-{size}-{name}-{r}.json")))["runs"][0]
-            for r in range(1, int(reps) + 1)]
-    runs.sort(key=lambda r: r["token_sources"]["reuse"])
-    median = runs[len(runs) // 2]  # the median when reps is odd; else the better of the two middle runs
-    kept = {k: median[k] for k in KEEP} | {"wall_s": machine_timings(median)["wall_s"]}
-    kept["retention_keys"] = median["deployment"].get("retention_keys", 0)
-    kept["retention_refused"] = median["deployment"].get("retention_refused", 0)
-    return {"median": kept, "reuse_runs": [r["token_sources"]["reuse"] for r in runs]}
+    runs = {seed: json.load(open(os.path.join(out, f"{n}-{size}-{name}-{seed}.json")))["runs"][0] for seed in seeds}
+    ranked = sorted(seeds, key=lambda seed: runs[seed]["token_sources"]["reuse"])
+    median_seed = ranked[len(ranked) // 2]  # the median when there are an odd number of seeds
+    m = runs[median_seed]
+    kept = {k: m[k] for k in KEEP} | {"wall_s": machine_timings(m)["wall_s"], "seed": median_seed}
+    kept["retention_keys"] = m["deployment"].get("retention_keys", 0)
+    kept["retention_refused"] = m["deployment"].get("retention_refused", 0)
+    return {"median": kept,
+            "by_seed": [{"seed": seed, "reuse": runs[seed]["token_sources"]["reuse"],
+                         "ttft_p50_s": runs[seed]["ttft_s"]["p50"],
+                         "restore_critical_total_s": runs[seed]["restore_critical_total_s"],
+                         "verification_errors": runs[seed]["verification_errors"],
+                         "failed_requests": runs[seed]["failed_requests"]} for seed in seeds]}
 json.dump({"command": "scripts/bench-session-aware.sh", "date": datetime.date.today().isoformat(),
            "machine": describe_machine(),
-           "settings": {"replay": "kvpool replay " + common, "repetitions": int(reps)},
+           "settings": {"replay": "kvpool replay " + common, "seeds": seeds},
            "loads": [{"sessions": int(n),
                       "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "session90", "prefetch")}}
                                 for s in sizes.split()]}
