@@ -53,6 +53,9 @@ for line in open(summary):
              max_seconds=sum(c["bound"] for c in t["calls"]) if parallel else max_seconds)
     if parallel:
         t["command"] = "scripts/fuzz-parallel.sh"
+        # A target resumed on another machine ran on each of its calls' machines.
+        machines = list(dict.fromkeys(c.get("machine", machine) for c in t["calls"]))
+        t["machine"] = " and ".join(machines)
     rows[t["target"]] = t
 json.dump({"command": "scripts/bench-fuzz-long.sh",
            "fuzzer": "libFuzzer (clang-16), ASan + UBSan, leak detection on, 10 s per-input timeout",

@@ -5,7 +5,10 @@
 # replay's reuse at three sizes. Raw results: docs/results/plan.json, rendered into
 # docs/benchmarks.md by scripts/render_plan_benchmarks.py.
 #
-# usage: [SESSIONS="96 112"] [DURATION=600] [SIZES="20000000 24000000 28000000 32000000"] [BUILD=build] scripts/bench-plan.sh
+# The replays run JOBS at once (default: one per core; only their wall time depends on it).
+#
+# usage: [SESSIONS="96 112"] [DURATION=600] [SIZES="20000000 24000000 28000000 32000000"] [JOBS=N] [BUILD=build]
+#        scripts/bench-plan.sh
 # (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +28,12 @@ for n in $SESSIONS; do
   echo $(( ($(date +%s%N) - start) / 1000000 )) > "$OUT/plan-$n.wall"  # ms
   for size in $SIZES; do
     echo "== replay at $n sessions, $size tokens: kvpool replay ${common[*]} --sessions $n --mode pool --pool-tokens $size"
-    "$BUILD"/src/cli/kvpool replay "${common[@]}" --sessions "$n" --mode pool --pool-tokens "$size" \
-      --json "$OUT/replay-$n-$size.json"
+    bench_job "$BUILD"/src/cli/kvpool replay "${common[@]}" --sessions "$n" --mode pool --pool-tokens "$size" \
+      --json "$OUT/replay-$n-$size.json" >"$OUT/replay-$n-$size.log" 2>&1
   done
 done
+bench_jobs_wait
+for f in "$OUT"/replay-*.log; do [ -s "${f%.log}.json" ] || { echo "a replay failed: $f" >&2; tail -5 "$f" >&2; exit 1; }; done
 /usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "${common[*]}" <<'PY'
 import datetime, json, os, sys
 out, sessions, sizes, common = sys.argv[1:]

@@ -12,21 +12,20 @@
 # the default size. Raw results: docs/results/session-aware.json, rendered into
 # docs/benchmarks.md by scripts/render_session_aware_benchmarks.py.
 #
-# Each arm runs once per seed of SEEDS (default 1 2 3): the pool runs on the replay's clock, so
+# Each arm runs once per seed of SEEDS (default 1 to 5): the pool runs on the replay's clock, so
 # one seed gives one result (issue 41); the spread is across seeds, and arms are compared seed by
 # seed (the same corpus, start points and routing). The page reports each arm's median seed by
 # reuse and the range, and the gains as the median and range of the per-seed differences. JOBS
 # runs go at once (default: one per core; results do not depend on it, only the wall time).
 #
-# usage: [SESSIONS=112] [SIZES="20000000 32000000"] [DURATION=600] [SEEDS="1 2 3"] [JOBS=N] [BUILD=build]
+# usage: [SESSIONS=112] [SIZES="20000000 32000000"] [DURATION=600] [SEEDS="1 2 3 4 5"] [JOBS=N] [BUILD=build]
 #        scripts/bench-session-aware.sh   (BUILD: the build folder, scripts/bench_build.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-112}
 SIZES=${SIZES:-20000000 32000000}
 DURATION=${DURATION:-600}
-SEEDS=${SEEDS:-1 2 3}
-JOBS=${JOBS:-$(nproc)}
+SEEDS=${SEEDS:-1 2 3 4 5}
 source scripts/bench_build.sh
 bench_build kvpool
 OUT=$(mktemp -d)
@@ -35,23 +34,20 @@ common=(--synth 393 --duration "$DURATION" --mode pool)
 declare -A ARMS=([lru]="--retention lru --prefetch off" [session]="--retention session --prefetch off"
                  [session90]="--retention session --max-retained-fraction 0.9 --prefetch off"
                  [prefetch]="--retention lru --prefetch on")
-running=0
 for n in $SESSIONS; do
   for size in $SIZES; do
     for seed in $SEEDS; do
       for arm in lru session session90 prefetch; do
         read -ra flags <<< "${ARMS[$arm]}"
         echo "== $n sessions, $size tokens, $arm, seed $seed: kvpool replay ${common[*]} --seed $seed --sessions $n --pool-tokens $size ${flags[*]}"
-        "$BUILD"/src/cli/kvpool replay "${common[@]}" --seed "$seed" --sessions "$n" --pool-tokens "$size" "${flags[@]}" \
-          --json "$OUT/$n-$size-$arm-$seed.json" >"$OUT/$n-$size-$arm-$seed.log" 2>&1 &
-        running=$((running + 1))
-        if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
+        bench_job "$BUILD"/src/cli/kvpool replay "${common[@]}" --seed "$seed" --sessions "$n" --pool-tokens "$size" \
+          "${flags[@]}" --json "$OUT/$n-$size-$arm-$seed.json" >"$OUT/$n-$size-$arm-$seed.log" 2>&1
       done
     done
   done
 done
-while [ "$running" -gt 0 ]; do wait -n; running=$((running - 1)); done
-for f in "$OUT"/*.json; do [ -s "$f" ] || { echo "a replay failed: ${f%.json}.log" >&2; tail -5 "${f%.json}.log" >&2; exit 1; }; done
+bench_jobs_wait
+for f in "$OUT"/*.log; do [ -s "${f%.log}.json" ] || { echo "a replay failed: $f" >&2; tail -5 "$f" >&2; exit 1; }; done
 /usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "$SEEDS" "${common[*]}" <<'PY'
 import datetime, json, os, sys
 out, sessions, sizes, seeds, common = sys.argv[1:]
@@ -70,7 +66,7 @@ def arm(n, size, name):
     kept["retention_keys"] = m["deployment"].get("retention_keys", 0)
     kept["retention_refused"] = m["deployment"].get("retention_refused", 0)
     return {"median": kept,
-            "by_seed": [{"seed": seed, "reuse": runs[seed]["token_sources"]["reuse"],
+            "by_seed": [{"seed": seed, "reuse": runs[seed]["token_sources"]["reuse"], "requests": runs[seed]["requests"],
                          "ttft_p50_s": runs[seed]["ttft_s"]["p50"],
                          "restore_critical_total_s": runs[seed]["restore_critical_total_s"],
                          "verification_errors": runs[seed]["verification_errors"],

@@ -7,3 +7,24 @@ bench_build() {
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   ninja -C "$BUILD" "$@" >/dev/null
 }
+
+# `bench_job CMD...` runs CMD in the background, at most JOBS at once (default: one per core);
+# `bench_jobs_wait` waits for the rest. For replays, whose results do not depend on what runs
+# beside them (the pool runs on the replay's clock), only their wall time does. A failed job is
+# the caller's to notice (e.g. by the file it did not write).
+JOBS=${JOBS:-$(nproc)}
+BENCH_RUNNING=0
+bench_job() {
+  "$@" &
+  BENCH_RUNNING=$((BENCH_RUNNING + 1))
+  if [ "$BENCH_RUNNING" -ge "$JOBS" ]; then
+    wait -n || true
+    BENCH_RUNNING=$((BENCH_RUNNING - 1))
+  fi
+}
+bench_jobs_wait() {
+  while [ "$BENCH_RUNNING" -gt 0 ]; do
+    wait -n || true
+    BENCH_RUNNING=$((BENCH_RUNNING - 1))
+  done
+}

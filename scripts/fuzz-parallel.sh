@@ -32,6 +32,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTION
   echo "cpu: $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   echo "date: $(date -u +%F)"; echo "commit: $(cat "$BUNDLE/commit.txt" 2>/dev/null || echo unknown)"; } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
+# Each call's machine goes with it into calls.jsonl: a target resumed elsewhere keeps both.
+MACHINE="$(uname -srm), $(nproc) cores ($(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))"
 
 # Inputs done so far and inputs per worker-second of the earlier calls, from STATE/T/calls.jsonl.
 done_of() { awk -F'"inputs": ' 'NF > 1 {split($2, a, /[,}]/); s += a[1]} END {print s + 0}' "$STATE/$1/calls.jsonl" 2>/dev/null || echo 0; }
@@ -118,7 +120,7 @@ while read -r t w left; do
       fi
     done
     secs=$(awk -v s="${started[$t]}" -v e="$last" 'BEGIN {printf "%.1f", e - s}')
-    echo "{\"call\": $call, \"workers\": $w, \"seconds\": $secs, \"worker_seconds\": $worker_seconds, \"inputs\": $inputs, \"ok\": $ok, \"bound\": $SECONDS_BOUND}" >>"$dir/calls.jsonl"
+    echo "{\"call\": $call, \"workers\": $w, \"seconds\": $secs, \"worker_seconds\": $worker_seconds, \"inputs\": $inputs, \"ok\": $ok, \"bound\": $SECONDS_BOUND, \"machine\": \"$MACHINE\"}" >>"$dir/calls.jsonl"
   fi
   cov=$(cat "$dir/cov")
   ls "$dir/artifacts" | grep -q . && ok_all=false || ok_all=$(grep -q '"ok": false' "$dir/calls.jsonl" && echo false || echo true)

@@ -19,82 +19,88 @@ ARMS = (("lru", "plain pool (LRU)"), ("session", "retention hints, bound 0.5"),
         ("session90", "retention hints, bound 0.9"), ("prefetch", "restore prefetch"))
 
 
-def reported_run(count):
-    """What an arm's "median" field holds, in words. bench-session-aware.sh sorts an arm's runs by
-    reuse and keeps run count // 2 (counted from 0): the median when the count is odd, else the
-    better of the two middle runs, which with two runs is simply the better run."""
-    if count == 1:
-        return "the one run"
-    if count % 2:
-        return f"the median run of {count}"
-    if count == 2:
-        return "the better of two runs"
-    return f"the better of the two middle runs of {count} (not a median)"
+WALL_CLOCK = os.path.join(os.path.dirname(RESULTS), "session-aware-wall-clock.json")
 
 
 def reuse(arm):
     return arm["median"]["token_sources"]["reuse"]
 
 
-def all_runs(arm):
-    """Every run's reuse: each run itself where there are two, else their range."""
-    runs = sorted(arm["reuse_runs"])
-    if len(runs) <= 2:
-        return ", ".join(f"{100 * x:.1f}%" for x in runs)
-    return f"{100 * runs[0]:.1f}–{100 * runs[-1]:.1f}%"
+def by_seed(arm, key):
+    return {x["seed"]: x[key] for x in arm["by_seed"]}
 
 
-def row(n, size, name, arm):
+def spread(values, scale=100, unit="", digits=1):
+    """The median and, with several values, their range: "+4.2 (+3.1 to +5.0)"."""
+    v = sorted(values)
+    med = v[len(v) // 2]
+    text = f"{scale * med:+.{digits}f}{unit}"
+    return text if len(v) == 1 else f"{text} ({scale * v[0]:+.{digits}f} to {scale * v[-1]:+.{digits}f}{unit})"
+
+
+def paired(a, b, key="reuse"):
+    """a − b seed by seed: arms compared on the same corpus, start points and routing."""
+    x, y = by_seed(a, key), by_seed(b, key)
+    return [x[seed] - y[seed] for seed in sorted(x)]
+
+
+def wall_clock_reuse():
+    """(sessions, pool tokens, arm) -> the reuse the wall-clock pool gave seed 1 (its reported run)."""
+    if not os.path.exists(WALL_CLOCK):
+        return {}, None
+    with open(WALL_CLOCK) as f:
+        old = json.load(f)
+    return ({(load["sessions"], s["pool_tokens"], name): s[name]["median"]["token_sources"]["reuse"]
+             for load in old["loads"] for s in load["sizes"] for name, _ in ARMS}, old["date"])
+
+
+def row(n, size, name, arm, before):
     a = arm["median"]
     t, c = a["token_sources"], a["restore_critical_s"]
-    spread = all_runs(arm)
-    return (f"| {n} | {size / 1e6:.0f}M | {name} | {100 * t['reuse']:.1f}% | {spread} | "
+    counted = by_seed(arm, "requests")
+    reuses = ", ".join(f"{100 * v:.1f}% ({counted[seed]})" for seed, v in sorted(by_seed(arm, "reuse").items()))
+    seed1 = by_seed(arm, "reuse").get(1)
+    moved = (f"{100 * before:.1f}% → {100 * seed1:.1f}%" if before is not None and seed1 is not None else "—")
+    errors = sum(x["verification_errors"] for x in arm["by_seed"]), sum(x["failed_requests"] for x in arm["by_seed"])
+    return (f"| {n} | {size / 1e6:.0f}M | {name} | {100 * t['reuse']:.1f}% (seed {a['seed']}) | "
+            f"{reuses} | {moved} | "
             f"{100 * t['pool_share']:.1f}% | {a['ttft_s']['p50']:.2f} / {a['ttft_s']['p90']:.2f} s | "
             f"{a['restore_critical_total_s']:.1f} s ({1000 * c['p50']:.0f} ms p50) | "
-            f"{a['throughput_tok_s_per_gpu'] / 1e3:.1f}K | {a['verification_errors']} / {a['failed_requests']} |")
+            f"{a['throughput_tok_s_per_gpu'] / 1e3:.1f}K | {errors[0]} / {errors[1]} |")
 
 
 def render(r):
-    counts = {len(s[name]["reuse_runs"]) for load in r["loads"] for s in load["sizes"] for name, _ in ARMS}
-    if len(counts) != 1:
-        raise SystemExit(f"session-aware.json: arms with different numbers of runs ({sorted(counts)}): "
-                         "say per row which run is reported before rendering it")
-    count = counts.pop()
-    kept = reported_run(count)
-    short = {1: "the one run", 2: "better of 2 runs"}.get(count, f"median of {count} runs" if count % 2 else
-                                                           f"upper middle of {count} runs")
-    rows = [f"| sessions | pool (tokens) | arm | reuse ({short}) | reuse, {'both runs' if count == 2 else 'all runs'} | "
-            "pool share | TTFT p50 / p90 | "
-            "restore on the critical path, in all | tok/s per GPU | verification errors / failed |",
-            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    seeds = r["settings"]["seeds"]
+    before, before_date = wall_clock_reuse()
+    rows = [f"| sessions | pool (tokens) | arm | reuse (median of {len(seeds)} seeds) | reuse by seed (requests in the window) | "
+            f"seed 1: wall-clock pool ({before_date}) → one clock | pool share | TTFT p50 / p90 | "
+            "restore on the critical path, in all | tok/s per GPU | verification errors / failed (all seeds) |",
+            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for load in r["loads"]:
         n = load["sessions"]
         for s in load["sizes"]:
             size = s["pool_tokens"]
-            rows += [row(n, size, label, s[name]) for name, label in ARMS]
-            lru, wide, prefetch = s["lru"]["median"], s["session90"]["median"], s["prefetch"]["median"]
-            before = lru["restore_critical_total_s"]
-            cut = 100 * (1 - prefetch["restore_critical_total_s"] / before) if before > 0 else 0.0
-            worst = 100 * (min(s["session90"]["reuse_runs"]) - max(s["lru"]["reuse_runs"]))
+            rows += [row(n, size, label, s[name], before.get((n, size, name))) for name, label in ARMS]
+            cut = [1 - p / l if l > 0 else 0.0 for p, l in zip(by_seed(s["prefetch"], "restore_critical_total_s").values(),
+                                                             by_seed(s["lru"], "restore_critical_total_s").values())]
             verdicts.append(f"{n} sessions, {size / 1e6:.0f}M tokens: retention hints "
-                            f"**{100 * (reuse(s['session90']) - reuse(s['lru'])):+.1f} points** of reuse with the "
-                            f"bound at 0.9 ({worst:+.1f} from its worst run to LRU's best; TTFT p50 "
-                            f"{wide['ttft_s']['p50'] - lru['ttft_s']['p50']:+.2f} s), "
-                            f"{100 * (reuse(s['session']) - reuse(s['lru'])):+.1f} at the default 0.5; prefetch "
-                            f"**{cut:.0f}% less** restore on the critical path (TTFT p50 "
-                            f"{prefetch['ttft_s']['p50'] - lru['ttft_s']['p50']:+.2f} s, reuse "
-                            f"{100 * (reuse(s['prefetch']) - reuse(s['lru'])):+.1f} points)")
+                            f"**{spread(paired(s['session90'], s['lru']))} points** of reuse with the bound at 0.9 "
+                            f"(TTFT p50 {spread(paired(s['session90'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}), "
+                            f"{spread(paired(s['session'], s['lru']))} at the default 0.5; prefetch "
+                            f"**{spread([-x for x in cut], 100, '%', 0)}** restore on the critical path (TTFT p50 "
+                            f"{spread(paired(s['prefetch'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}, reuse "
+                            f"{spread(paired(s['prefetch'], s['lru']))} points)")
     return "\n".join([
         BEGIN, "## Session-aware retention and restore prefetch (issue 18)", "",
         f"Run with `{r['command']}` on {r['date']} ({r['machine']}); raw results `docs/results/session-aware.json`. "
-        f"Runs of `{r['settings']['replay']}` at each load and pool size (the smaller about half the working set, "
-        f"the larger the default), {r['settings']['repetitions']} of each arm, the same corpus, seed and window. "
+        f"Runs of `{r['settings']['replay']} --seed S` at each load and pool size (the smaller about half the "
+        f"working set, the larger the default), one per seed S of {', '.join(map(str, seeds))} and arm. "
         "*Retention hints* (`--retention session`): after each turn the replay's router retains the session's "
         "history in the pool (`Client::Retain`, every stage object of its prompt's chunks) for twice its "
         "recorded wait, expected back when the wait ends, and again when the next turn arrives (for twice the "
-        "idle cap, so that it lasts while the turn queues), expected at once, all at the run's pace, and "
-        "releases it when the session ends; a subagent's history likewise while it runs. The master keeps "
+        "idle cap, so that it lasts while the turn queues), expected at once, and releases it when the session "
+        "ends; a subagent's history likewise while it runs. The master keeps "
         "retained units over others and evicts the retained unit expected back last first; at most a share of "
         "its units are retained at once (`--max-retained-fraction`: 0.5 by default, which leaves half the pool "
         "plain LRU for clients that send no hints; 0.9 where the router fronts every client, as here), and a "
@@ -103,26 +109,29 @@ def render(r):
         "which restores its pool prefix at once into GPU cache blocks it holds (at most 5% of the cache) while "
         "the request waits at the admission gate and in the prefill queue. *Restore on the critical path*: from "
         "a request's start in prefill to its last stage restored, summed over the window's requests. Times are "
-        "*emulated* by the cost model; the bytes are the real pool's, every one verified. Leases, hints and "
-        f"eviction passes run in real time, so runs of an arm differ: each row is {kept} by reuse (every figure "
-        f"of the row from that run), beside the reuse of {'both runs' if count == 2 else 'all its runs'}. "
-        "Read leases are 500 ms (`--read-lease-ms`: src/replay/README.md).", "",
+        "*emulated* by the cost model; the bytes are the real pool's, every one verified. The pool runs on the "
+        "replay's clock (leases, hints and eviction passes in emulated time: src/replay/README.md, \"One "
+        "clock\"), so a seed gives one result on any machine; the spread is across seeds, and arms are compared "
+        "seed by seed (the same corpus, start points and routing). Each row's figures are its median seed's; the "
+        "seed-1 column shows how far the figure moved from the wall-clock pool's run of the same seed "
+        "(`docs/results/session-aware-wall-clock.json`, leases of 500 ms of real time, hints converted at the "
+        "run's pace, the reported run of several).", "",
         *rows, "",
         "Targets (issue 18), at 112 sessions: retention hints ≥ +5 points of reuse at the half-size pool, "
-        f"prefetch ≥ 50% less restore on the critical path, no regression at the default size. Measured, "
-        f"{kept} of each arm against {kept} of LRU: " + "; ".join(verdicts) + ".", "",
+        "prefetch ≥ 50% less restore on the critical path, no regression at the default size. Measured, the "
+        "median and range over the seeds of each arm's difference from LRU on the same seed: "
+        + "; ".join(verdicts) + ".", "",
         "Where the plain pool's TTFT p50 runs to a minute or more, prefill is far behind (its planned load is "
         "over 100%: the \"Capacity planner\" section): requests queue for minutes, the GPU prefix cache keeps almost "
         "nothing a session comes back to, and the pool serves most of the reuse. LRU then evicts exactly the "
         "wrong histories: a queued turn's history is the least recently used of all and the next to be needed. "
         "Ranked by expected reuse, the pool keeps the queue and gives up the sessions that have just been served "
-        "and are furthest from their next turn; less is recomputed, prefill falls less behind, and TTFT drops "
-        "with it. With the bound at 0.5 only half the units are ranked that way and the other half stays LRU: "
-        "the default bound gets about half of the gain. At the default size nothing is evicted, so the hints change "
-        "nothing there. A prefetch, far behind, restores a request's prefix minutes before it runs, into GPU "
-        "cache blocks the prefix cache and running requests then lack, and is often given back and done again: "
-        "the restore wait goes, but prefill falls further behind. `--prefetch` stays off by default and "
-        "`--retention` stays `lru` (a router opts in).",
+        "and are furthest from their next turn. With the bound at 0.5 only half the units are ranked that way and "
+        "the other half stays LRU. `--prefetch` stays off by default and `--retention` stays `lru` (a router opts "
+        "in). The hints take each session's next recorded wait from the trace, which a real router cannot know "
+        "(issue 44). Where a seed counts few requests, its start points load prefill so far past capacity that "
+        "few requests finish inside the window, after a TTFT longer than the window: the arms' differences "
+        "on that seed measure a collapse rather than a cache.",
         END])
 
 
