@@ -38,10 +38,19 @@ def spread(values, scale=100, unit="", digits=1):
     return text if len(v) == 1 else f"{text} ({scale * v[0]:+.{digits}f} to {scale * v[-1]:+.{digits}f}{unit})"
 
 
-def paired(a, b, key="reuse"):
-    """a − b seed by seed: arms compared on the same corpus, start points and routing."""
+def paired(a, b, key="reuse", seeds=None):
+    """a − b seed by seed (of `seeds`, default all): arms compared on the same corpus, start points
+    and routing."""
     x, y = by_seed(a, key), by_seed(b, key)
-    return [x[seed] - y[seed] for seed in sorted(x)]
+    return [x[seed] - y[seed] for seed in sorted(x) if seeds is None or seed in seeds]
+
+
+def collapsed(lru):
+    """Seeds where fewer than half the median number of requests finish in the plain pool's
+    window: prefill is so far past capacity that what finishes is what the cache could not help."""
+    counted = by_seed(lru, "requests")
+    median = sorted(counted.values())[len(counted) // 2]
+    return sorted(seed for seed, n in counted.items() if n < median / 2)
 
 
 def wall_clock_reuse():
@@ -52,6 +61,17 @@ def wall_clock_reuse():
         old = json.load(f)
     return ({(load["sessions"], s["pool_tokens"], name): s[name]["median"]["token_sources"]["reuse"]
              for load in old["loads"] for s in load["sizes"] for name, _ in ARMS}, old["date"])
+
+
+def without_collapsed(s):
+    gone = collapsed(s["lru"])
+    if not gone:
+        return ""
+    kept = [seed for seed in by_seed(s["lru"], "reuse") if seed not in gone]
+    return (f" (without seed{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))}, where fewer than half "
+            f"the median number of requests finish in the window: "
+            f"{spread(paired(s['session90'], s['lru'], seeds=kept))} at 0.9, "
+            f"{spread(paired(s['session'], s['lru'], seeds=kept))} at 0.5)")
 
 
 def row(n, size, name, arm, before):
@@ -87,7 +107,8 @@ def render(r):
             verdicts.append(f"{n} sessions, {size / 1e6:.0f}M tokens: retention hints "
                             f"**{spread(paired(s['session90'], s['lru']))} points** of reuse with the bound at 0.9 "
                             f"(TTFT p50 {spread(paired(s['session90'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}), "
-                            f"{spread(paired(s['session'], s['lru']))} at the default 0.5; prefetch "
+                            f"{spread(paired(s['session'], s['lru']))} at the default 0.5"
+                            f"{without_collapsed(s)}; prefetch "
                             f"**{spread([-x for x in cut], 100, '%', 0)}** restore on the critical path (TTFT p50 "
                             f"{spread(paired(s['prefetch'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}, reuse "
                             f"{spread(paired(s['prefetch'], s['lru']))} points)")
