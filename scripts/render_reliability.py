@@ -215,7 +215,7 @@ def fuzz_section(data):
         if len(calls) > 1:
             where = "that machine" if len({c.get("machine") for c in calls}) == 1 else "these machines"
             out += ["", f"`{t['target']}` ran in {len(calls)} calls on {where}, each continuing the corpus of "
-                    "the last: " + "; ".join(f"{c['workers']} workers, {c['inputs']:,} inputs in {c['seconds']:,.0f} s"
+                    "the last: " + "; ".join(f"{c['workers']} worker{'s' if c['workers'] != 1 else ''}, {c['inputs']:,} inputs in {c['seconds']:,.0f} s"
                                              + (f" on {c['machine']}" if where == "these machines" else "")
                                              for c in calls) + "."]
     short = [t["target"] for t in targets if t["inputs"] < data["runs_target"]]
