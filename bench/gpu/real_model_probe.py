@@ -84,15 +84,27 @@ def last_logits(model, ids, cache=None):
     return out.logits[0, -1].float()
 
 
+def rewind(cache, length):
+    """Drops what a forward appended to cache after its first `length` tokens."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
 @torch.no_grad()
 def greedy(model, cache, first, steps):
-    """`steps` greedy tokens continuing cache from token `first`; the cache is cropped back after."""
+    """`steps` greedy tokens continuing cache from token `first`; the cache is rewound after."""
     start, out, tok = cache.get_seq_length(), [], first
     for _ in range(steps):
         tok = int(torch.argmax(last_logits(model, torch.tensor([[tok]], device="cuda"), cache)))
         out.append(tok)
-    cache.crop(start)
+    rewind(cache, start)
     return out
+
+
+def agreeing(a, b):
+    """How many tokens two greedy continuations share before they first differ."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def pinned_h2d_gbps(nbytes, reps=5):
@@ -121,11 +133,12 @@ def probe(model, history, new):
 
     # The original cache's own run-to-run spread: the same turn twice on it.
     original = timed(lambda: last_logits(model, turn, cache))
-    cache.crop(history)
+    rewind(cache, history)
     again = last_logits(model, turn, cache)
-    cache.crop(history)
+    rewind(cache, history)
     first = int(torch.argmax(original[0]))
     greedy_original = greedy(model, cache, first, 32)
+    greedy_rerun = greedy(model, cache, first, 32)
 
     # Restore: wipe the cache and copy the saved KV back into its own (contiguous) tensors.
     kv = compact(cache)
@@ -134,7 +147,7 @@ def probe(model, history, new):
     _, h2d_s = timed(lambda: [t.copy_(s, non_blocking=True) for t, s in zip(kv, saved)])
     restored_equal = all(torch.equal(t, s.to("cuda", non_blocking=True)) for t, s in zip(kv, saved))
     restored, turn_s = timed(lambda: last_logits(model, turn, cache))
-    cache.crop(history)
+    rewind(cache, history)
     greedy_restored = greedy(model, cache, int(torch.argmax(restored)), 32)
     del saved
 
@@ -154,6 +167,9 @@ def probe(model, history, new):
         "logits_restored_equal_original": bool(torch.equal(restored, original[0])),
         "logits_restored_max_diff": float((restored - original[0]).abs().max()),
         "greedy32_restored_equal_original": greedy_restored == greedy_original,
+        "greedy32_restored_agreeing": agreeing(greedy_restored, greedy_original),
+        "greedy32_original_rerun_equal": greedy_rerun == greedy_original,
+        "greedy32_original_rerun_agreeing": agreeing(greedy_rerun, greedy_original),
         "logits_recompute_max_diff": float((recompute - restored).abs().max()),
         "recompute_argmax_agrees": int(torch.argmax(recompute)) == int(torch.argmax(restored)),
     }
@@ -166,8 +182,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--histories", default="8192,32768,65536,131072")
     parser.add_argument("--new", type=int, default=1700, help="tokens of the new turn")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
     parser.add_argument("--out", default="real-model.json")
     args = parser.parse_args()
+    torch.use_deterministic_algorithms(args.deterministic)
     model = build_model()
     with torch.no_grad():  # warm-up: kernels' first launch, the allocator
         last_logits(model, tokens(1024, 0), DynamicCache())
@@ -179,7 +198,9 @@ def main():
             rows.append({"history_tokens": history, "new_tokens": args.new, "error": f"out of GPU memory: {e}"[:300]})
         torch.cuda.empty_cache()
         print(json.dumps(rows[-1]), flush=True)
-    doc = {"command": f"python3 bench/gpu/real_model_probe.py --histories {args.histories} --new {args.new}",
+    doc = {"command": f"python3 bench/gpu/real_model_probe.py --histories {args.histories} --new {args.new}"
+                      + (" --deterministic" if args.deterministic else ""),
+           "deterministic_algorithms": args.deterministic,
            "date": time.strftime("%Y-%m-%d", time.gmtime()),
            "machine": f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores, "
                       f"{torch.cuda.get_device_name()}",
