@@ -8,7 +8,8 @@
 # section of docs/benchmarks.md from them.
 #
 # CHECKS picks what runs (default all): tests (GPU gtests), benches (kernel, restore and handoff
-# benchmarks, the handoff between processes, torch baselines), torch (the PyTorch transformer restore test), replay (the replay
+# benchmarks, the handoff between processes, torch baselines), torch (the PyTorch transformer restore tests: a
+# tiny model over paged caches, and kvpool_transformers with a transformers Llama), replay (the replay
 # sweep: REPLAY_SESSIONS, default 56,96; REPLAY_DURATION emulated seconds, default 600).
 #
 # Where the programs come from, first that works:
@@ -138,22 +139,24 @@ else
   row "torch baselines" "SKIPPED (no torch with CUDA)"
 fi
 
+# A GPU pytest file: its name under tests/gpu, what the row says. python/ holds kvpool_transformers.
+pytest_gpu() {
+  local log="$OUT/${1%.py}.log"
+  echo "== $1"
+  if PYTHONPATH="$PYMOD:$PWD/python" timeout 240 "$PY" -m pytest -q -p no:cacheprovider "tests/gpu/$1" > "$log" 2>&1; then
+    if grep -qE "passed" "$log" && ! grep -qE "skipped" "$log"; then row "$2" "PASS ($(grep -oE '[0-9]+ passed' "$log"))"
+    else row "$2" "SKIPPED (see ${log##*/})"; status=1; fi
+  else
+    row "$2" "FAIL"; status=1; tail -30 "$log"
+  fi
+}
 if ! want torch; then
   :
 elif [ -n "$PYMOD" ]; then
-  echo "== transformer restore test (PyTorch, PP=1 and PP=2)"
-  if PYTHONPATH="$PYMOD" timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/gpu/test_transformer_restore.py \
-       > "$OUT/test_transformer_restore.log" 2>&1; then
-    if grep -qE "passed" "$OUT/test_transformer_restore.log" && ! grep -qE "skipped" "$OUT/test_transformer_restore.log"; then
-      row "transformer: restored logits == full prefill" "PASS ($(grep -oE '[0-9]+ passed' "$OUT/test_transformer_restore.log"))"
-    else
-      row "transformer: restored logits == full prefill" "SKIPPED (see log)"; status=1
-    fi
-  else
-    row "transformer: restored logits == full prefill" "FAIL"; status=1; tail -30 "$OUT/test_transformer_restore.log"
-  fi
+  pytest_gpu test_transformer_restore.py "transformer: restored logits == full prefill"
+  pytest_gpu test_transformers_pool.py "transformers cache: saved, restored, continued"
 else
-  not_built "transformer restore test (no Python module)"
+  not_built "transformer restore tests (no Python module)"
 fi
 
 echo

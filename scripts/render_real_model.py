@@ -1,46 +1,62 @@
 #!/usr/bin/env python3
-"""Renders the "A real model on a real GPU" section of docs/benchmarks.md from
-docs/results/real-model.json, which bench/gpu/real_model_probe.py writes on the GPU machine
-(issue 43): a Llama-3-8B-shaped model's prefill against copying its KV back from pinned host
-memory, and what the restored cache gives. Nothing is typed in.
+"""Renders the real-model sections of docs/benchmarks.md (issue 43); nothing is typed in:
+- "A real model on a real GPU" from docs/results/real-model.json (bench/gpu/real_model_probe.py:
+  a Llama-3-8B-shaped model's prefill against copying its KV back from pinned host memory);
+- "kvpool in a transformers model" from docs/results/real-model-pool.json (scripts/gpu-real-model.sh:
+  kvpool_transformers restoring that model's cache from a `kvpool serve` pool, and real sessions
+  turn by turn).
 
-usage: render_real_model.py   (rewrites docs/benchmarks.md between its real-model markers)
+usage: render_real_model.py                        (rewrites both sections)
+       render_real_model.py --collect OUT COMMIT   (first writes docs/results/real-model-pool.json from
+                                                    a gpu-real-model.sh output folder measured at COMMIT)
 """
 import json
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from render_benchmarks import write_section  # noqa: E402
 
 BEGIN, END = "<!-- real-model:begin -->", "<!-- real-model:end -->"
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "real-model.json")
+POOL_BEGIN, POOL_END = "<!-- real-model-pool:begin -->", "<!-- real-model-pool:end -->"
+DOCS_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results")
+RESULTS = os.path.join(DOCS_RESULTS, "real-model.json")
+POOL_RESULTS = os.path.join(DOCS_RESULTS, "real-model-pool.json")
 
 
 def yes(flag):
     return "yes" if flag else "**no**"
 
 
+EXACTNESS_HEADER = ("restored cache bitwise equal | turn's logits: restored = original cache (original rerun) | "
+                    "greedy 32: restored = original (original rerun) | against recompute: max logit difference, "
+                    "argmax agrees |")
+
+
+def exactness_cells(x):
+    """The four exactness cells of a row (both tables)."""
+    logits = (("yes" if x["logits_restored_equal_original"] else f"no (max {x['logits_restored_max_diff']:.3g})")
+              + " (" + ("equal" if x["logits_original_rerun_equal"]
+                        else f"max {x['logits_original_rerun_max_diff']:.3g}") + ")")
+    return (f"{yes(x['restored_cache_bitwise_equal'])} | {logits} | {x['greedy32_restored_agreeing']} of 32 agree "
+            f"({x['greedy32_original_rerun_agreeing']} of 32) | "
+            f"{x['logits_recompute_max_diff']:.3g}, {'yes' if x['recompute_argmax_agrees'] else 'no'}")
+
+
 def table(mode):
     rows = ["| history | prefill | KV | KV back from pinned host | of pinned H2D | H2D / prefill | "
-            "TTFT, history restored + turn | TTFT, recompute | restored cache bitwise equal | turn's logits: "
-            "restored = original cache (original rerun) | greedy 32: restored = original (original rerun) | "
-            "against recompute: max logit difference, argmax agrees |",
+            "TTFT, history restored + turn | TTFT, recompute | " + EXACTNESS_HEADER,
             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"]
     for x in mode["rows"]:
         if "error" in x:
             rows.append(f"| {x['history_tokens'] // 1024}K | {x['error']} |" + " |" * 10)
             continue
-        logits = (("yes" if x["logits_restored_equal_original"] else f"no (max {x['logits_restored_max_diff']:.3g})")
-                  + " (" + ("equal" if x["logits_original_rerun_equal"]
-                            else f"max {x['logits_original_rerun_max_diff']:.3g}") + ")")
         rows.append(
             f"| {x['history_tokens'] // 1024}K | {1000 * x['prefill_s']:,.0f} ms | {x['kv_bytes'] / 1e9:.2f} GB | "
             f"{1000 * x['h2d_s']:.1f} ms ({x['h2d_gbps']:.1f} GB/s) | {x['h2d_over_pinned']:.2f} | "
             f"{x['h2d_over_prefill']:.3f} | {1000 * x['ttft_restored_s']:,.0f} ms | {1000 * x['ttft_recompute_s']:,.0f} ms | "
-            f"{yes(x['restored_cache_bitwise_equal'])} | {logits} | {x['greedy32_restored_agreeing']} of 32 agree "
-            f"({x['greedy32_original_rerun_agreeing']} of 32) | "
-            f"{x['logits_recompute_max_diff']:.3g}, {'yes' if x['recompute_argmax_agrees'] else 'no'} |")
+            f"{exactness_cells(x)} |")
     return rows
 
 
@@ -101,11 +117,111 @@ def render(r):
     return "\n".join(out)
 
 
+def pool_table(mode):
+    rows = ["| history | KV | prefill | save into the pool | restore from the pool | of pinned H2D | "
+            "TTFT, restored + turn | TTFT, recompute | " + EXACTNESS_HEADER,
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"]
+    for x in mode["rows"]:
+        if "error" in x:
+            rows.append(f"| {x['history_tokens'] // 1024}K | {x['error']} |" + " |" * 10)
+            continue
+        restore = f"{1000 * x['restore_s']:.1f} ms ({x['restore_gbps']:.1f} GB/s)"
+        if x["restore_status"] != "OK" or x["restored_tokens"] != x["history_tokens"]:
+            restore += f", {x['restored_tokens']:,} tokens: {x['restore_status']}"
+        rows.append(
+            f"| {x['history_tokens'] // 1024}K | {x['kv_bytes'] / 1e9:.2f} GB | {1000 * x['prefill_s']:,.0f} ms | "
+            f"{1000 * x['save_s']:,.0f} ms ({x['save_gbps']:.1f} GB/s) | {restore} | {x['restore_over_pinned']:.2f} | "
+            f"{1000 * x['ttft_restored_s']:,.0f} ms (lookup {1000 * x['lookup_s']:.1f}) | "
+            f"{1000 * x['ttft_recompute_s']:,.0f} ms | {exactness_cells(x)} |")
+    return rows
+
+
+def turns_section(t):
+    rows = ["| trace | turn | prompt | restored | computed | TTFT with the pool | TTFT, recompute | restore | "
+            "save (after the turn) | same next token |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for x in t["turns"]:
+        rows.append(f"| {x['trace']} | {x['turn']} | {x['in_tokens']:,} | {x['restored_tokens']:,} | "
+                    f"{x['computed_tokens']:,} | {1000 * x['ttft_pool_s']:,.0f} ms | {1000 * x['ttft_recompute_s']:,.0f} ms | "
+                    f"{1000 * x['restore_s']:.1f} ms | {1000 * x['save_s']:,.0f} ms | "
+                    f"{'yes' if x['argmax_agrees'] else 'no'} |")
+    turns = t["turns"]
+    later = [x for x in turns if x["turn"] > 0]
+    prompt = sum(x["in_tokens"] for x in turns)
+    computed = sum(x["computed_tokens"] for x in turns)
+    ratios = sorted(x["ttft_recompute_s"] / x["ttft_pool_s"] for x in later)
+    summary = (f"Over {len(turns)} turns of {len(t['traces'])} sessions the pool arm computed {computed:,} of {prompt:,} "
+               f"prompt tokens ({100 * computed / prompt:.1f}%; recompute: all of them). After each session's first "
+               f"turn (nothing pooled yet), the first token came {statistics.median(ratios):.1f}x sooner with the pool "
+               f"(median; {ratios[0]:.1f}x to {ratios[-1]:.1f}x over {len(ratios)} turns)."
+               if ratios else "")
+    return rows, summary
+
+
+def render_pool(r):
+    first = r["modes"][0]
+    t = r["turns"]
+    new = next((x["new_tokens"] for x in first["rows"] if "error" not in x), 0)
+    out = [POOL_BEGIN, "## kvpool in a transformers model on a real GPU (issue 43, *measured*)", "",
+           f"Run with `{r['command']}` on {r['date']} ({r['machine']}; PyTorch {first['torch']}, transformers "
+           f"{first['transformers']}); raw results `docs/results/real-model-pool.json`. The model of the section "
+           "above; its cache is a `kvpool_transformers.PooledKv` (python/kvpool_transformers.py): per layer, keys "
+           "and values of [1, 8, tokens, 128] that the model's forwards write in place and the connector saves "
+           f"from and restores into (each layer and KV head a connector layer; chunks of {first['chunk_tokens']} "
+           f"tokens, stage objects of {first['stage_layers'][0] // 8} layers). The pool is `kvpool serve` on the same "
+           "host (one master and one storage service, its segment mapped by the client), so the restore is the "
+           "connector's GPU unpack reading the mapped segment, every object checked against its writer's checksum. "
+           f"Per history: prefill into the pooled cache, save into the pool, the buffers wiped, then a new turn of "
+           f"{new:,} tokens: *TTFT, restored + turn* is the lookup, the restore of the history and that turn's "
+           "prefill; *recompute* one forward over history and turn from nothing; *of pinned H2D* the restore's rate "
+           "over a plain pinned host-to-device copy of as many bytes (at most 4 GiB) in the same run. The "
+           "exactness columns read as in the section above; the reference for *bitwise equal* is a host copy of "
+           "the cache taken after the save."]
+    for mode in r["modes"]:
+        label = ("With `torch.use_deterministic_algorithms(True)`" if mode["deterministic_algorithms"]
+                 else "With PyTorch's default kernels")
+        done = [x for x in mode["rows"] if "error" not in x]
+        speedups = ", ".join(f"{x['ttft_recompute_s'] / x['ttft_restored_s']:.1f}x at {x['history_tokens'] // 1024}K"
+                             for x in done)
+        out += ["", f"{label} (`{mode['command']}`):", "", *pool_table(mode), "",
+                f"The turn's first token comes {speedups} sooner with the history restored from the pool than "
+                "recomputed."]
+    out += ["", verdict(r["modes"])]
+    rows, summary = turns_section(t)
+    out += ["", f"Real sessions turn by turn (`{t['command']}`): the first {t['max_turns']} main-thread requests of "
+            f"{', '.join(t['traces'])} (src/trace/testdata/weka-sample), each prompt exactly its recorded input length "
+            "with the replay's token synthesis (one fixed block of tokens per hash id). Between turns the GPU keeps "
+            "nothing (the session's KV left the GPU while the agent ran its tools: the case the pool is for); with "
+            "the pool, the longest pooled prefix is restored and the rest computed, then the prompt's KV saved "
+            "(timed apart, after the first token); without, the whole prompt is computed. Outputs are not decoded: "
+            "the next prompt carries them as new tokens, as the replay models a turn. *Same next token*: the two "
+            "arms' first tokens agree (random weights: the logits differ in the last bits, see above).", "",
+            *rows, "", summary, POOL_END]
+    return "\n".join(out)
+
+
+def collect(out_dir, commit):
+    """docs/results/real-model-pool.json from scripts/gpu-real-model.sh's output folder."""
+    def load(name):
+        with open(os.path.join(out_dir, name)) as f:
+            return json.load(f)
+    modes = [load(n) for n in ("real-model-pool.json", "real-model-pool-deterministic.json")
+             if os.path.exists(os.path.join(out_dir, n))]
+    turns = load("real-model-turns.json")
+    doc = {"command": "scripts/gpu-real-model.sh", "date": modes[0]["date"], "machine": modes[0]["machine"],
+           "commit": commit, "modes": modes, "turns": turns}
+    with open(POOL_RESULTS, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 def main():
-    if not os.path.exists(RESULTS):
-        sys.exit(f"render_real_model: no {RESULTS}: run bench/gpu/real_model_probe.py on the GPU machine")
-    with open(RESULTS) as f:
-        write_section(render(json.load(f)), BEGIN, END)
+    if sys.argv[1:2] == ["--collect"]:
+        collect(sys.argv[2], sys.argv[3])
+    for path, begin, end, draw in ((RESULTS, BEGIN, END, render), (POOL_RESULTS, POOL_BEGIN, POOL_END, render_pool)):
+        if not os.path.exists(path):
+            sys.exit(f"render_real_model: no {path}: run scripts/gpu-real-model.sh on the GPU machine")
+        with open(path) as f:
+            write_section(draw(json.load(f)), begin, end)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
 import torch
@@ -178,6 +179,27 @@ def probe(model, history, new):
     return row
 
 
+def describe_run(args, script):
+    """What every result of these scripts records: the command, date, machine, versions, the model."""
+    argv, rest = [], iter(sys.argv[1:])
+    for a in rest:  # where the output goes and the pool's port say nothing of what was measured
+        if a in ("--out", "--pool"):
+            next(rest, None)
+            if a == "--pool":
+                argv += [a, "HOST:PORT"]
+        else:
+            argv.append(a)
+    return {"command": " ".join(["python3", script] + argv),
+            "deterministic_algorithms": args.deterministic,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "machine": f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores, "
+                       f"{torch.cuda.get_device_name()}",
+            "device": torch.cuda.get_device_name(), "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory,
+            "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
+            "model": {"shape": "Llama-3-8B", **LLAMA3_8B, "dtype": "bfloat16", "attention": "sdpa",
+                      "weights": "random (torch.manual_seed(0))"}}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--histories", default="8192,32768,65536,131072")
@@ -198,17 +220,8 @@ def main():
             rows.append({"history_tokens": history, "new_tokens": args.new, "error": f"out of GPU memory: {e}"[:300]})
         torch.cuda.empty_cache()
         print(json.dumps(rows[-1]), flush=True)
-    doc = {"command": f"python3 bench/gpu/real_model_probe.py --histories {args.histories} --new {args.new}"
-                      + (" --deterministic" if args.deterministic else ""),
-           "deterministic_algorithms": args.deterministic,
-           "date": time.strftime("%Y-%m-%d", time.gmtime()),
-           "machine": f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores, "
-                      f"{torch.cuda.get_device_name()}",
-           "device": torch.cuda.get_device_name(), "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory,
-           "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-           "model": {"shape": "Llama-3-8B", **LLAMA3_8B, "dtype": "bfloat16", "attention": "sdpa",
-                     "weights": "random (torch.manual_seed(0))"},
-           "rows": rows}
+    doc = describe_run(args, "bench/gpu/real_model_probe.py")
+    doc["rows"] = rows
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
 
