@@ -6,7 +6,8 @@
 #   deterministic  the same under torch.use_deterministic_algorithms(True) (exactness)
 #   turns          bench/gpu/real_model_turns.py: real AgentX sessions turn by turn, with and without the pool
 #   probe          bench/gpu/real_model_probe.py: the bound (pinned host memory, no pool), both modes
-# STEPS picks them (default "pool deterministic turns"); HISTORIES, TRACES and MAX_TURNS pass on.
+# STEPS picks them, run in that order (default "pool turns deterministic"); HISTORIES, TRACES and
+# MAX_TURNS pass on. Each benchmark rewrites its JSON after every row, so a run cut short keeps them.
 # Raw results land in $OUT (default ./out/real-model); back here, copy them to docs/results/ and
 # run scripts/render_real_model.py. Programs come from .gpu-bundle (scripts/gpu-bundle.sh with
 # PROGRAMS=kvpool) or a full build, as scripts/gpu-check.sh finds them.
@@ -15,8 +16,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out/real-model}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-STEPS=${STEPS:-"pool deterministic turns"}
-want() { [[ " $STEPS " == *" $1 "* ]]; }
+STEPS=${STEPS:-"pool turns deterministic"}
 status=0
 
 OUT="$OUT/gpu-check" CHECKS=torch scripts/gpu-check.sh || status=1
@@ -45,14 +45,18 @@ step() {  # step NAME SCRIPT ARGS...: runs one benchmark, its output in $OUT/NAM
   fi
 }
 histories=${HISTORIES:-8192,32768,65536,131072}
-want pool && step real-model-pool bench/gpu/real_model_pool.py --histories "$histories"
-want deterministic && step real-model-pool-deterministic bench/gpu/real_model_pool.py --histories "$histories" --deterministic
-want turns && step real-model-turns bench/gpu/real_model_turns.py --traces "${TRACES:-trace_0174,trace_0058,trace_0001}" \
-  --max-turns "${MAX_TURNS:-6}"
-if want probe; then
-  echo "== probe"
-  timeout 900 "$PY" bench/gpu/real_model_probe.py --histories "$histories" --out "$OUT/real-model.json" > "$OUT/probe.log" 2>&1 || status=1
-fi
+for s in $STEPS; do  # in the order given
+  case $s in
+    pool) step real-model-pool bench/gpu/real_model_pool.py --histories "$histories" ;;
+    deterministic) step real-model-pool-deterministic bench/gpu/real_model_pool.py --histories "$histories" --deterministic ;;
+    turns) step real-model-turns bench/gpu/real_model_turns.py --traces "${TRACES:-trace_0174,trace_0058,trace_0001}" \
+             --max-turns "${MAX_TURNS:-6}" ;;
+    probe) echo "== real-model (no pool)"
+           timeout 900 "$PY" bench/gpu/real_model_probe.py --histories "$histories" --out "$OUT/real-model.json" \
+             > "$OUT/real-model.log" 2>&1 || { echo "real-model: FAIL"; status=1; } ;;
+    *) echo "gpu-real-model: unknown step $s (pool, deterministic, turns, probe)"; exit 2 ;;
+  esac
+done
 "$KVPOOL" stat --master "127.0.0.1:$port" >> "$OUT/pool-stat.txt" 2>&1
 echo "results in $OUT; exit $status"
 exit $status

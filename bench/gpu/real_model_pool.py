@@ -131,20 +131,19 @@ def main():
     pool = kt.PooledKv.for_model(client, model, MODEL_ID, max_tokens=max(histories) + args.new + 33)
     # Warm-up: kernels' first launch, the allocator, and the first restore's mapping of the store's segment.
     measure(model, pool, 1024, 64)
-    rows = []
-    for history in histories:
-        try:
-            rows.append(measure(model, pool, history, args.new))
-        except torch.OutOfMemoryError as e:
-            rows.append({"history_tokens": history, "new_tokens": args.new, "error": f"out of GPU memory: {e}"[:300]})
-        torch.cuda.empty_cache()
-        print(json.dumps(rows[-1]), flush=True)
     doc = probe.describe_run(args, "bench/gpu/real_model_pool.py")
     doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": MODEL_ID,
-                "chunk_tokens": pool.chunk_tokens, "stage_layers": pool.spec.stage_layers,
-                "connector_metrics": pool.metrics(), "rows": rows})
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+                "chunk_tokens": pool.chunk_tokens, "stage_layers": pool.spec.stage_layers, "rows": []})
+    for history in histories:
+        try:
+            row = measure(model, pool, history, args.new)
+        except torch.OutOfMemoryError as e:
+            row = {"history_tokens": history, "new_tokens": args.new, "error": f"out of GPU memory: {e}"[:300]}
+        torch.cuda.empty_cache()
+        print(json.dumps(row), flush=True)
+        doc["rows"].append(row)
+        doc["connector_metrics"] = pool.metrics()
+        probe.write_json(doc, args.out)  # after every row: a run cut short keeps what it measured
 
 
 if __name__ == "__main__":

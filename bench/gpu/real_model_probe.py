@@ -179,6 +179,12 @@ def probe(model, history, new):
     return row
 
 
+def write_json(doc, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def describe_run(args, script):
     """What every result of these scripts records: the command, date, machine, versions, the model."""
     argv, rest = [], iter(sys.argv[1:])
@@ -222,8 +228,7 @@ def main():
         print(json.dumps(rows[-1]), flush=True)
     doc = describe_run(args, "bench/gpu/real_model_probe.py")
     doc["rows"] = rows
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+    write_json(doc, args.out)
 
 
 if __name__ == "__main__":

@@ -88,7 +88,10 @@ def main():
         turn_with_pool(model, pool, warm)
         turn_with_pool(model, pool, warm)
         probe.last_logits(model, warm)
-    turns = []
+    doc = probe.describe_run(args, "bench/gpu/real_model_turns.py")
+    doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": MODEL_ID,
+                "chunk_tokens": pool.chunk_tokens, "traces": args.traces.split(","), "max_turns": args.max_turns,
+                "turns": []})
     for trace_id, prompts in sessions:
         for index, prompt in enumerate(prompts):
             ids = torch.from_numpy(prompt).view(1, -1).cuda()
@@ -97,14 +100,10 @@ def main():
             row.update({"trace": trace_id, "turn": index, "in_tokens": ids.shape[1],
                         "argmax_agrees": int(torch.argmax(logits)) == int(torch.argmax(recompute)),
                         "logits_max_diff": float((logits - recompute).abs().max())})
-            turns.append(row)
             print(json.dumps(row), flush=True)
-    doc = probe.describe_run(args, "bench/gpu/real_model_turns.py")
-    doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": MODEL_ID,
-                "chunk_tokens": pool.chunk_tokens, "traces": args.traces.split(","), "max_turns": args.max_turns,
-                "connector_metrics": pool.metrics(), "turns": turns})
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+            doc["turns"].append(row)
+            doc["connector_metrics"] = pool.metrics()
+            probe.write_json(doc, args.out)  # after every turn: a run cut short keeps what it measured
 
 
 if __name__ == "__main__":
