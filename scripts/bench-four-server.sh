@@ -19,7 +19,9 @@
 #   SESSIONS=56 DURATION=120 RATES=1.0 PRODUCTION_DURATION=120 EXTRA=0 scripts/bench-four-server.sh
 # Env: BUILD (default build), OUT (default bench-results/four-server), SESSIONS, DURATION
 #      (emulated seconds measured per run), RATES, LANES, PRODUCTION_DURATION, TRACES, SEED,
-#      EXTRA (0: skip the half-cache runs and the fidelity check), RAMP.
+#      EXTRA (0: skip the half-cache runs and the fidelity check), RAMP, MORE_SEEDS (default "2 3":
+#      Experiment 1 again at each of these seeds, summarised in docs/results/four-server-seeds.json;
+#      "" skips them; about 15 min each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -34,6 +36,7 @@ PRODUCTION_DURATION=${PRODUCTION_DURATION:-1200}
 EXTRA=${EXTRA:-1}
 HALF_CACHE=4500000
 RAMP=${RAMP:-900}
+MORE_SEEDS=${MORE_SEEDS-2 3}
 KVPOOL="$BUILD/src/cli/kvpool"
 [ -x "$KVPOOL" ] || { echo "bench-four-server: $KVPOOL not built (cmake --build $BUILD --target kvpool)" >&2; exit 1; }
 mkdir -p "$OUT" docs/results
@@ -87,6 +90,17 @@ doc = {"command": command, "arms": [{"ramp_s": 0, "runs": json.load(open(togethe
 json.dump(doc, open("docs/results/fidelity.json", "w"), indent=1)
 PY
   /usr/bin/python3 scripts/bench_machine.py stamp docs/results/fidelity.json
+fi
+if [ -n "$MORE_SEEDS" ]; then
+  seed_runs=()
+  for seed in $MORE_SEEDS; do
+    SARGS=("${ARGS[@]}")
+    SARGS[3]=$seed  # --seed's value (ARGS[2] is --seed)
+    "$KVPOOL" --log-level warn replay "${SARGS[@]}" --json "$OUT/four-server-seed$seed.json" | tee "$OUT/four-server-seed$seed.txt"
+    seed_runs+=("$seed=$OUT/four-server-seed$seed.json")
+  done
+  /usr/bin/python3 scripts/render_four_server_benchmarks.py --collect-seeds "$COMMAND" "$SEED=$OUT/four-server.json" "${seed_runs[@]}"
+  /usr/bin/python3 scripts/bench_machine.py stamp docs/results/four-server-seeds.json
 fi
 /usr/bin/python3 scripts/render_four_server_benchmarks.py "$OUT"
 echo "bench-four-server: results and plots in $OUT; wrote docs/benchmarks.md"

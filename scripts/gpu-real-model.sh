@@ -6,8 +6,8 @@
 #   deterministic  the same under torch.use_deterministic_algorithms(True) (exactness)
 #   turns          bench/gpu/real_model_turns.py: real AgentX sessions turn by turn, with and without the pool
 #   probe          bench/gpu/real_model_probe.py: the bound (pinned host memory, no pool), both modes
-# STEPS picks them, run in that order (default "pool turns deterministic"); HISTORIES, TRACES and
-# MAX_TURNS pass on. Each benchmark rewrites its JSON after every row, so a run cut short keeps them.
+# STEPS picks them, run in that order (default "pool turns deterministic"); HISTORIES (DET_HISTORIES for
+# the deterministic step), TRACES and MAX_TURNS pass on. Each benchmark rewrites its JSON after every row, so a run cut short keeps them.
 # Raw results land in $OUT (default ./out/real-model); back here, copy them to docs/results/ and
 # run scripts/render_real_model.py. Programs come from .gpu-bundle (scripts/gpu-bundle.sh with
 # PROGRAMS=kvpool) or a full build, as scripts/gpu-check.sh finds them.
@@ -48,7 +48,8 @@ histories=${HISTORIES:-8192,32768,65536,131072}
 for s in $STEPS; do  # in the order given
   case $s in
     pool) step real-model-pool bench/gpu/real_model_pool.py --histories "$histories" ;;
-    deterministic) step real-model-pool-deterministic bench/gpu/real_model_pool.py --histories "$histories" --deterministic ;;
+    deterministic) step real-model-pool-deterministic bench/gpu/real_model_pool.py --deterministic \
+                     --histories "${DET_HISTORIES:-$histories}" ;;
     turns) step real-model-turns bench/gpu/real_model_turns.py --traces "${TRACES:-trace_0174,trace_0058,trace_0001}" \
              --max-turns "${MAX_TURNS:-6}" ;;
     probe) echo "== real-model (no pool)"

@@ -2,15 +2,20 @@
 """Renders the four-server section of docs/benchmarks.md from the raw results that
 scripts/bench-four-server.sh commits in docs/results/: four-server.json (experiment 1, the
 AgentX sweep), production.json (experiment 2, the production-style replay) and, when present,
-four-server-half-cache.json, four-server-cluster.json and fidelity.json. Every command, date and
+four-server-half-cache.json, four-server-seeds.json (experiment 1 at more seeds), four-server-cluster.json
+and fidelity.json. Every command, date and
 machine on the page is the results' own. With PLOTS_DIR (the run's `kvpool report` plots of
 experiment 1), copies them to docs/img/four-server-*.png and draws experiment 2's into
 docs/img/four-server-production-*.png; without it the page's plots stay as they are.
 
 usage: render_four_server_benchmarks.py [PLOTS_DIR]
+       render_four_server_benchmarks.py --collect-seeds COMMAND SEED=RUN.json...
+           (writes docs/results/four-server-seeds.json from `kvpool replay --json` runs of experiment 1)
 """
 import json
 import os
+import re
+import statistics
 import sys
 import tempfile
 
@@ -303,6 +308,9 @@ def render(plots=None):
             "![prompt-token sources](img/four-server-production-token_sources.png) "
             "![TTFT](img/four-server-production-ttft.png)", ""]
     out += acceptance(agentx, production) + [""]
+    seeds = load_results("four-server-seeds.json")
+    if seeds:
+        out += across_seeds(seeds) + [""]
     half = load_results("four-server-half-cache.json")
     out += misses(agentx, production, half) + [""]
     out.append("Published (design.md, 4 × 8 MI350X): AgentX shared 256K tok/s at 56 sessions → 389K at 96 → 348K "
@@ -326,7 +334,60 @@ def render(plots=None):
     return "\n".join(out)
 
 
+SEED_FIELDS = ("sessions", "pool_scope", "requests", "throughput_tok_s", "verification_errors", "failed_requests")
+
+
+def collect_seeds(command, seed_files):
+    """docs/results/four-server-seeds.json: Experiment 1's runs at each seed (SEED=FILE), summarised."""
+    seeds = []
+    for arg in seed_files:
+        seed, path = arg.split("=", 1)
+        with open(path) as f:
+            runs = json.load(f)["runs"]
+        seeds.append({"seed": int(seed), "runs": [
+            {**{k: r[k] for k in SEED_FIELDS}, "reuse": r["token_sources"]["reuse"],
+             "pool_share": r["token_sources"]["pool_share"], "ttft_p50_s": r["ttft_s"]["p50"],
+             "ttft_p90_s": r["ttft_s"]["p90"]} for r in runs]})
+    doc = {"command": re.sub(r"--seed \d+", "--seed S", command), "seeds": seeds}
+    with open(os.path.join(DOCS, "results", "four-server-seeds.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def across_seeds(doc):
+    """Experiment 1 at every seed run: what moves with the seed."""
+    seeds = [s["seed"] for s in doc["seeds"]]
+    runs = {(s["seed"], r["sessions"], r["pool_scope"]): r for s in doc["seeds"] for r in s["runs"]}
+    loads = sorted({r["sessions"] for s in doc["seeds"] for r in s["runs"]})
+    each = "/".join(str(s) for s in seeds)
+    out = ["### Experiment 1 at more seeds", "",
+           f"Experiment 1 at seeds {', '.join(map(str, seeds))} (`{doc['command']}`, raw results "
+           f"`docs/results/four-server-seeds.json`; each cell seed {each}):", "",
+           "| sessions | reuse, shared | reuse, split | shared / split throughput | TTFT p90, shared | TTFT p90, split |",
+           "|---|---|---|---|---|---|"]
+    ratios = []
+    for n in loads:
+        have = [s for s in seeds if (s, n, "shared") in runs and (s, n, "split") in runs]
+        cell = lambda key, fmt, scope: " / ".join(fmt(runs[(s, n, scope)][key]) for s in have)
+        ratio = [runs[(s, n, "shared")]["throughput_tok_s"] / runs[(s, n, "split")]["throughput_tok_s"] for s in have]
+        ratios += [(n, x) for x in ratio]
+        out.append(f"| {n} | {cell('reuse', pct, 'shared')} | {cell('reuse', pct, 'split')} | "
+                   f"{' / '.join(f'{x:.2f}×' for x in ratio)} | {cell('ttft_p90_s', lambda v: f'{v:.2f} s', 'shared')} | "
+                   f"{cell('ttft_p90_s', lambda v: f'{v:.2f} s', 'split')} |")
+    spread = {scope: [max(runs[(s, n, scope)]["reuse"] for s in seeds) - min(runs[(s, n, scope)]["reuse"] for s in seeds)
+                      for n in loads] for scope in ("shared", "split")}
+    high = [x for n, x in ratios if n >= 96]
+    clean = all(r["verification_errors"] == 0 and r["failed_requests"] == 0 for r in runs.values())
+    out += ["", f"Reuse moves by at most {100 * max(spread['shared']):.1f} points across seeds with the shared pool and "
+            f"{100 * max(spread['split']):.1f} with split pools; shared over split throughput at 96 and 112 sessions: "
+            f"median {statistics.median(high):.2f}× ({min(high):.2f}× to {max(high):.2f}×) over the seeds; 0 verification "
+            f"errors and 0 failed requests in every run: {yes(clean)}."]
+    return out
+
+
 def main():
+    if sys.argv[1:2] == ["--collect-seeds"]:
+        collect_seeds(sys.argv[2], sys.argv[3:])
+        return
     if len(sys.argv) > 2:
         sys.exit(__doc__)
     write_section(render(*sys.argv[1:]), BEGIN, END)
