@@ -19,7 +19,7 @@ PY=${PYTHON:-python3}
 STEPS=${STEPS:-"pool turns deterministic"}
 status=0
 
-OUT="$OUT/gpu-check" CHECKS=torch scripts/gpu-check.sh || status=1
+OUT="$OUT/gpu-check" CHECKS=${CHECKS:-torch} scripts/gpu-check.sh || status=1  # CHECKS=none: only build the module
 if [ -d build-py ]; then PYMOD=$PWD/build-py; KVPOOL=.gpu-bundle/bin/kvpool
 else PYMOD=$PWD/build-gpu/python; KVPOOL=build-gpu/src/cli/kvpool; fi
 export PYTHONPATH=$PYMOD:$PWD/python LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
