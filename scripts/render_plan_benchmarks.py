@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Renders the "Capacity planner" section of docs/benchmarks.md from docs/results/plan.json,
 which scripts/bench-plan.sh writes: `kvpool plan` and the replays it predicts, at each pool size
-and load, in one run. Nothing is typed in.
+and load, in one run; and, when present, docs/results/plan-seeds.json (the same at more seeds).
+Nothing is typed in.
 
 usage: render_plan_benchmarks.py   (rewrites docs/benchmarks.md between its plan markers)
 """
@@ -16,7 +17,40 @@ BEGIN, END = "<!-- plan:begin -->", "<!-- plan:end -->"
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "plan.json")
 
 
-def render(r):
+def differences(loads):
+    """{(sessions, pool tokens): (plan - replay reuse in points, planned prefill load)} of one seed."""
+    out = {}
+    for load in loads:
+        planned = {p["pool_tokens"]: p for p in load["plan"]}
+        for rep in load["replay"]:
+            p = planned[rep["pool_tokens"]]
+            out[(load["sessions"], rep["pool_tokens"])] = (100 * (p["reuse"] - rep["token_sources"]["reuse"]),
+                                                           p["prefill_load"])
+    return out
+
+
+def across_seeds(first, more):
+    """The check at every seed: seed 1 from plan.json, the others from plan-seeds.json."""
+    seeds = [(1, differences(first["loads"]))] + [(s["seed"], differences(s["loads"])) for s in more["seeds"]]
+    names = "/".join(str(seed) for seed, _ in seeds)
+    rows = [f"| sessions | pool | plan − replay, seed {names} | planned prefill load, seed {names} |", "|---:|---|---|---|"]
+    for key in sorted(seeds[0][1]):
+        rows.append(f"| {key[0]} | {key[1] / 1e6:.0f}M tokens | "
+                    + " / ".join(f"{d[key][0]:+.1f}" for _, d in seeds) + " | "
+                    + " / ".join(f"{100 * d[key][1]:.0f}%" for _, d in seeds) + " |")
+    per_seed = []
+    for seed, d in seeds:
+        kept = [v for v in d.values() if v[1] <= 1]
+        per_seed.append(f"seed {seed}: {sum(abs(v[0]) <= 2 for v in d.values())} of {len(d)} sizes"
+                        + (f", {sum(abs(v[0]) <= 2 for v in kept)} of {len(kept)} where prefill keeps up" if kept else ""))
+    worst = max(abs(v[0]) for _, d in seeds for v in d.values() if v[1] <= 1)
+    return ["", "### The check at more seeds", "", f"The same check at seeds {', '.join(str(seed) for seed, _ in seeds)} (`{more['settings']['plan']}`, "
+            "seed 1 from the table above, the others from `docs/results/plan-seeds.json`):", "", *rows, "",
+            f"Within 2 points: {'; '.join(per_seed)}. Where the plan's prefill load is at most 100%, the largest "
+            f"difference over every seed is {worst:.1f} points."]
+
+
+def render(r, more=None):
     rows = ["| sessions | pool | planned reuse | replayed reuse | difference | planned prefill load | "
             "replay: requests (planned) | replay: TTFT p50 | replay: tok/s per GPU |",
             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -68,12 +102,19 @@ def render(r):
         "deployment cannot keep the pace the plan assumes: it serves fewer requests with longer TTFT, and far "
         "above it sessions come back out of order and the replay reuses less than planned; `kvpool plan` marks "
         "those sizes with `!`.",
+        *(across_seeds(r, more) if more else []),
         END])
 
 
 def main():
     with open(RESULTS) as f:
-        write_section(render(json.load(f)), BEGIN, END)
+        first = json.load(f)
+    more_path = os.path.join(os.path.dirname(RESULTS), "plan-seeds.json")
+    more = None
+    if os.path.exists(more_path):
+        with open(more_path) as f:
+            more = json.load(f)
+    write_section(render(first, more), BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,21 @@ def table(mode):
     return rows
 
 
+def mode_blocks(modes, draw, restored_from):
+    """Each mode's command, its table (draw(mode)) and its speedups."""
+    out = []
+    for mode in modes:
+        label = ("With `torch.use_deterministic_algorithms(True)`" if mode["deterministic_algorithms"]
+                 else "With PyTorch's default kernels")
+        done = [x for x in mode["rows"] if "error" not in x]
+        speedups = ", ".join(f"{x['ttft_recompute_s'] / x['ttft_restored_s']:.1f}x at {x['history_tokens'] // 1024}K"
+                             for x in done)
+        out += ["", f"{label} (`{mode['command']}`):", "", *draw(mode), "",
+                f"The turn's first token comes {speedups} sooner with the history restored{restored_from} than "
+                "recomputed."]
+    return out
+
+
 def verdict(modes):
     """What the exactness columns say together, from the figures."""
     rows = [x for mode in modes for x in mode["rows"] if "error" not in x]
@@ -105,14 +120,7 @@ def render(r):
            "32 continues each cache 32 tokens one at a time. kvpool's own restore path is not in this probe: this "
            "is the bound it works against (kvpool's restore from a mapped segment against pinned H2D: the GPU "
            "section above)."]
-    for mode in r["modes"]:
-        label = ("With `torch.use_deterministic_algorithms(True)`" if mode["deterministic_algorithms"]
-                 else "With PyTorch's default kernels")
-        done = [x for x in mode["rows"] if "error" not in x]
-        speedups = ", ".join(f"{x['ttft_recompute_s'] / x['ttft_restored_s']:.1f}x at {x['history_tokens'] // 1024}K"
-                             for x in done)
-        out += ["", f"{label} (`{mode['command']}`):", "", *table(mode), "",
-                f"The turn's first token comes {speedups} sooner with the history restored than recomputed."]
+    out += mode_blocks(r["modes"], table, "")
     out += ["", verdict(r["modes"]), END]
     return "\n".join(out)
 
@@ -186,15 +194,7 @@ def render_pool(r):
            "over a plain pinned host-to-device copy of as many bytes (at most 4 GiB) in the same run. The "
            "exactness columns read as in the section above; the reference for *bitwise equal* is a host copy of "
            "the cache taken after the save."]
-    for mode in r["modes"]:
-        label = ("With `torch.use_deterministic_algorithms(True)`" if mode["deterministic_algorithms"]
-                 else "With PyTorch's default kernels")
-        done = [x for x in mode["rows"] if "error" not in x]
-        speedups = ", ".join(f"{x['ttft_recompute_s'] / x['ttft_restored_s']:.1f}x at {x['history_tokens'] // 1024}K"
-                             for x in done)
-        out += ["", f"{label} (`{mode['command']}`):", "", *pool_table(mode), "",
-                f"The turn's first token comes {speedups} sooner with the history restored from the pool than "
-                "recomputed."]
+    out += mode_blocks(r["modes"], pool_table, " from the pool")
     out += ["", verdict(r["modes"])]
     warm = [w for mode in r["modes"] for w in mode.get("warmup", [])[:1]]
     if warm:

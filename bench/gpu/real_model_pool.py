@@ -97,17 +97,8 @@ def measure(model, pool, history, new):
         "restore_gbps": restore_bytes / got.restore_s / 1e9 if got.restore_s else 0.0,
         "turn_on_cache_s": original[1], "turn_on_restored_s": turn_s,
         "ttft_restored_s": got.lookup_s + got.restore_s + turn_s, "ttft_recompute_s": recompute_s,
-        "restored_cache_bitwise_equal": restored_equal,
-        "logits_original_rerun_equal": bool(torch.equal(original[0], again)),
-        "logits_original_rerun_max_diff": float((original[0] - again).abs().max()),
-        "logits_restored_equal_original": bool(torch.equal(restored, original[0])),
-        "logits_restored_max_diff": float((restored - original[0]).abs().max()),
-        "greedy32_restored_equal_original": greedy_restored == greedy_original,
-        "greedy32_restored_agreeing": probe.agreeing(greedy_restored, greedy_original),
-        "greedy32_original_rerun_equal": greedy_rerun == greedy_original,
-        "greedy32_original_rerun_agreeing": probe.agreeing(greedy_rerun, greedy_original),
-        "logits_recompute_max_diff": float((recompute - restored).abs().max()),
-        "recompute_argmax_agrees": int(torch.argmax(recompute)) == int(torch.argmax(restored)),
+        **probe.exactness(restored_equal, original[0], again, restored, recompute,
+                          greedy_original, greedy_rerun, greedy_restored),
     }
     row["pinned_h2d_gbps"] = probe.pinned_h2d_gbps(kv_bytes)
     row["restore_over_pinned"] = row["restore_gbps"] / row["pinned_h2d_gbps"]
@@ -117,11 +108,7 @@ def measure(model, pool, history, new):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", required=True, help="the kvpool master (kvpool serve --listen)")
-    parser.add_argument("--histories", default="8192,32768,65536,131072")
-    parser.add_argument("--new", type=int, default=1700, help="tokens of the new turn")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
-    parser.add_argument("--out", default="real-model-pool.json")
+    probe.add_run_arguments(parser, "real-model-pool.json")
     args = parser.parse_args()
     torch.use_deterministic_algorithms(args.deterministic)
     histories = [int(x) for x in args.histories.split(",")]

@@ -162,11 +162,23 @@ def probe(model, history, new):
         "h2d_s": h2d_s, "h2d_gbps": kv_bytes / h2d_s / 1e9, "h2d_over_prefill": h2d_s / prefill_s,
         "turn_on_cache_s": original[1], "turn_on_restored_s": turn_s,
         "ttft_restored_s": h2d_s + turn_s, "ttft_recompute_s": recompute_s,
+        **exactness(restored_equal, original[0], again, restored, recompute,
+                    greedy_original, greedy_rerun, greedy_restored),
+    }
+    row["pinned_h2d_gbps"] = pinned_h2d_gbps(kv_bytes)
+    row["h2d_over_pinned"] = row["h2d_gbps"] / row["pinned_h2d_gbps"]
+    return row
+
+
+def exactness(restored_equal, original, rerun, restored, recompute, greedy_original, greedy_rerun, greedy_restored):
+    """The exactness fields of a row: the turn's last logits from the original cache (twice: its
+    run-to-run spread), from the restored cache and from a recompute, and 32 greedy tokens of each."""
+    return {
         "restored_cache_bitwise_equal": restored_equal,
-        "logits_original_rerun_equal": bool(torch.equal(original[0], again)),
-        "logits_original_rerun_max_diff": float((original[0] - again).abs().max()),
-        "logits_restored_equal_original": bool(torch.equal(restored, original[0])),
-        "logits_restored_max_diff": float((restored - original[0]).abs().max()),
+        "logits_original_rerun_equal": bool(torch.equal(original, rerun)),
+        "logits_original_rerun_max_diff": float((original - rerun).abs().max()),
+        "logits_restored_equal_original": bool(torch.equal(restored, original)),
+        "logits_restored_max_diff": float((restored - original).abs().max()),
         "greedy32_restored_equal_original": greedy_restored == greedy_original,
         "greedy32_restored_agreeing": agreeing(greedy_restored, greedy_original),
         "greedy32_original_rerun_equal": greedy_rerun == greedy_original,
@@ -174,9 +186,15 @@ def probe(model, history, new):
         "logits_recompute_max_diff": float((recompute - restored).abs().max()),
         "recompute_argmax_agrees": int(torch.argmax(recompute)) == int(torch.argmax(restored)),
     }
-    row["pinned_h2d_gbps"] = pinned_h2d_gbps(kv_bytes)
-    row["h2d_over_pinned"] = row["h2d_gbps"] / row["pinned_h2d_gbps"]
-    return row
+
+
+def add_run_arguments(parser, out):
+    """The options every restore-versus-recompute run takes."""
+    parser.add_argument("--histories", default="8192,32768,65536,131072")
+    parser.add_argument("--new", type=int, default=1700, help="tokens of the new turn")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
+    parser.add_argument("--out", default=out)
 
 
 def write_json(doc, path):
@@ -208,11 +226,7 @@ def describe_run(args, script):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--histories", default="8192,32768,65536,131072")
-    parser.add_argument("--new", type=int, default=1700, help="tokens of the new turn")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
-    parser.add_argument("--out", default="real-model.json")
+    add_run_arguments(parser, "real-model.json")
     args = parser.parse_args()
     torch.use_deterministic_algorithms(args.deterministic)
     model = build_model()
