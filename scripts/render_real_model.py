@@ -169,9 +169,11 @@ def turns_section(t):
                     "; ".join(f"{x['trace']} turn {x['turn']} spent {1000 * x['restore_s']:.0f} ms of "
                               f"{1000 * x['ttft_pool_s']:,.0f} ms restoring {x['restored_tokens']:,} tokens and the rest "
                               f"computing {x['computed_tokens']:,}" for x in slow) +
-                    ". The first of these is the process's first forward over a restored cache; why the model "
-                    "computes a long new segment on a cache no faster than the whole prompt from nothing is not "
-                    "profiled yet (transformers' attention path with a cache differs from the one without).")
+                    ". The first of these is the process's first forward over a restored cache. For the others, "
+                    "transformers hands sdpa an explicit mask when a forward has a cache and more than one new token "
+                    "(masking_utils._ignore_causal_mask_sdpa skips it only for one new token or no cache), which keeps "
+                    "PyTorch off its flash kernel; from nothing it passes is_causal instead. How much of the time that "
+                    "costs is not profiled yet.")
     return rows, summary
 
 
