@@ -176,6 +176,9 @@ class PooledKv:
         whole chunks)."""
         import torch
         param = next(model.parameters())
+        devices = {p.device for p in model.parameters()}
+        if len(devices) > 1:
+            raise UnsupportedModel(f"the model is spread over {sorted(map(str, devices))}: PooledKv keeps one device's cache")
         chunk = options.get("chunk_tokens", 256)
         geometry = geometry_from_config(model.config, str(param.dtype).removeprefix("torch."), param.element_size())
         max_tokens = -(-max_tokens // chunk) * chunk

@@ -5,6 +5,7 @@ and the GPU path run in tests/gpu/test_transformers_pool.py."""
 import numpy as np
 import pytest
 
+import kvpool
 import kvpool_transformers as kt
 
 LLAMA3_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
@@ -141,3 +142,5 @@ def test_bad_buffers_and_prompts_are_refused(client):
         kv.lookup_and_restore(np.zeros(4 * CHUNK + 1, np.int32))
     with pytest.raises(ValueError, match="do not fit"):
         kv.save_tokens(np.zeros(4 * CHUNK + 1, np.int32))
+    with pytest.raises(kvpool.Error, match="INVALID_ARGUMENT"):  # holds more than the prompt has
+        kv.lookup_and_restore(np.zeros(10, np.int32), cached_tokens=20)
