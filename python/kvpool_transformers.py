@@ -163,12 +163,11 @@ class PooledKv:
                     planes += [keys[0, head], values[0, head]]
                 layer += 1
             stages.append(kvpool.PagedKvCache(self.spec, stage, planes))
-        self._table = np.arange(self.max_tokens // chunk_tokens, dtype=np.int32)
-        self._tables = [self._table] * len(per_stage)
+        self._tables = [np.arange(self.max_tokens // chunk_tokens, dtype=np.int32)] * len(per_stage)  # identity
         self.connector = kvpool.Connector(client, self.spec, stages, restore_timeout_ms=restore_timeout_ms,
                                           staging_bytes_per_stage=staging_bytes_per_stage)
         self._pending_saves = []
-        self._caches = []
+        self._cache = None  # the cache new_cache last made
 
     @classmethod
     def for_model(cls, client, model, model_id, max_tokens, **options):
@@ -191,13 +190,11 @@ class PooledKv:
         """A transformers cache over this pool's buffers, empty. Only one lives at a time: a new
         one empties the buffers' previous cache."""
         cache_class, layer_class = _cache_classes()
-        for old in self._caches:
-            old.set_length(0)
+        if self._cache is not None:
+            self._cache.set_length(0)
         self.finish_saves()
-        layers = [layer_class(keys, values) for keys, values in self.buffers]
-        cache = cache_class(self, layers)
-        self._caches = [cache]
-        return cache
+        self._cache = cache_class(self, [layer_class(keys, values) for keys, values in self.buffers])
+        return self._cache
 
     def lookup_and_restore(self, tokens, cached_tokens=0):
         """Restores the longest pooled run of `tokens` beyond the first `cached_tokens` (already in
