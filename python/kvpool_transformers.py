@@ -149,6 +149,7 @@ class PooledKv:
             if tuple(keys.shape) != shape or tuple(values.shape) != shape:
                 raise ValueError(f"every buffer must be {list(shape)}")
         self.geometry = geometry
+        self.model_id = model_id
         self.spec = kv_spec(geometry, model_id, chunk_tokens, layers_per_stage)
         self.chunk_tokens = chunk_tokens
         self.max_tokens = shape[2]
@@ -200,10 +201,8 @@ class PooledKv:
         """Restores the longest pooled run of `tokens` beyond the first `cached_tokens` (already in
         the buffers) into the buffers; returns a Restored. The last token is never restored."""
         self.finish_saves()  # a save in flight reads the buffers this would write
-        tokens = np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1)
+        tokens = self._fitting(tokens)
         usable = usable_prefix(len(tokens), self.chunk_tokens)
-        if len(tokens) > self.max_tokens:
-            raise ValueError(f"{len(tokens)} tokens do not fit a cache of {self.max_tokens}")
         t0 = time.perf_counter()
         hit = self.connector.lookup(tokens[:max(usable, cached_tokens)], gpu_cached_tokens=cached_tokens)
         t1 = time.perf_counter()
@@ -240,9 +239,7 @@ class PooledKv:
         grow meanwhile, and crop, restore and new_cache wait for the save first. Returns the save's
         outcome (a dict; None when not waited for); a full save queue drops the save (the pool is
         a cache) and its outcome says so."""
-        tokens = np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1)
-        if len(tokens) > self.max_tokens:
-            raise ValueError(f"{len(tokens)} tokens do not fit a cache of {self.max_tokens}")
+        tokens = self._fitting(tokens)
         _synchronize(self.buffers)  # the forward that wrote them has finished on the GPU
         request = next(self._request_ids)
         if not self.connector.save(request, tokens, self._tables):
@@ -258,6 +255,13 @@ class PooledKv:
 
     def metrics(self):
         return self.connector.metrics()
+
+    def _fitting(self, tokens):
+        """`tokens` as the connector takes them; ValueError when the buffers cannot hold them."""
+        tokens = _token_array(tokens)
+        if len(tokens) > self.max_tokens:
+            raise ValueError(f"{len(tokens)} tokens do not fit a cache of {self.max_tokens}")
+        return tokens
 
 
 def _token_array(input_ids):

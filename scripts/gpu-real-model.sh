@@ -5,7 +5,7 @@
 #   pool           bench/gpu/real_model_pool.py: restore from the pool vs recompute, 8K-128K
 #   deterministic  the same under torch.use_deterministic_algorithms(True) (exactness)
 #   turns          bench/gpu/real_model_turns.py: real AgentX sessions turn by turn, with and without the pool
-#   probe          bench/gpu/real_model_probe.py: the bound (pinned host memory, no pool), both modes
+#   probe          bench/gpu/real_model_probe.py: the bound (pinned host memory, no pool), default kernels
 # STEPS picks them, run in that order (default "pool turns deterministic"); HISTORIES (DET_HISTORIES for
 # the deterministic step), TRACES and MAX_TURNS pass on. Each benchmark rewrites its JSON after every row, so a run cut short keeps them.
 # Raw results land in $OUT (default ./out/real-model); back here, copy them to docs/results/ and

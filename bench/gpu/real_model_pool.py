@@ -28,12 +28,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import kvpool  # noqa: E402
-import kvpool_transformers as kt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))  # kvpool_transformers
 import real_model_probe as probe  # noqa: E402
-
-MODEL_ID = "llama-3-8b-shape@random-seed0"
 
 
 @torch.no_grad()
@@ -113,19 +109,13 @@ def main():
     torch.use_deterministic_algorithms(args.deterministic)
     histories = [int(x) for x in args.histories.split(",")]
     model = probe.build_model()
-    client = kvpool.Client(args.pool)
     # One set of buffers for the longest prompt (and 33 more tokens for the greedy runs).
-    # Deterministic kernels compute other bf16 bits than the default ones: their KV gets its own
-    # namespace, so the exactness checks compare a cache with what this run saved, not another run's.
-    model_id = MODEL_ID + ("|deterministic-algorithms" if args.deterministic else "")
-    pool = kt.PooledKv.for_model(client, model, model_id, max_tokens=max(histories) + args.new + 33)
+    pool = probe.pooled_kv(args, model, max(histories) + args.new + 33)
     # Warm-up: kernels' first launch, the allocator, and the first restores' mapping of the store's
     # segment; kept in the results (the first restore of a process is slower).
     warmup = [measure(model, pool, n, 64) for n in (1024, 4096)]
-    doc = probe.describe_run(args, "bench/gpu/real_model_pool.py")
-    doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": model_id,
-                "chunk_tokens": pool.chunk_tokens, "stage_layers": pool.spec.stage_layers, "warmup": warmup,
-                "rows": []})
+    doc = probe.describe_pool_run(args, "bench/gpu/real_model_pool.py", pool)
+    doc.update({"warmup": warmup, "rows": []})
     for history in histories:
         try:
             row = measure(model, pool, history, args.new)

@@ -197,6 +197,28 @@ def add_run_arguments(parser, out):
     parser.add_argument("--out", default=out)
 
 
+# The pooled runs' model id (what names the weights in the pool's namespace).
+MODEL_ID = "llama-3-8b-shape@random-seed0"
+
+
+def pooled_kv(args, model, max_tokens):
+    """A kvpool_transformers.PooledKv for `model` on the pool at args.pool. Deterministic kernels
+    compute other bf16 bits than the default ones: their KV gets its own namespace, so the
+    exactness checks compare a cache with what this run saved, not another run's."""
+    import kvpool
+    import kvpool_transformers
+    model_id = MODEL_ID + ("|deterministic-algorithms" if args.deterministic else "")
+    return kvpool_transformers.PooledKv.for_model(kvpool.Client(args.pool), model, model_id, max_tokens=max_tokens)
+
+
+def describe_pool_run(args, script, pool):
+    """describe_run of a run against a `kvpool serve` pool through `pool` (a PooledKv)."""
+    doc = describe_run(args, script)
+    doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": pool.model_id,
+                "chunk_tokens": pool.chunk_tokens, "stage_layers": pool.spec.stage_layers})
+    return doc
+
+
 def write_json(doc, path):
     with open(path + ".tmp", "w") as f:
         json.dump(doc, f, indent=1)

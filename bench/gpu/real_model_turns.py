@@ -31,13 +31,10 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-import kvpool  # noqa: E402
-import kvpool_transformers as kt  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))  # kvpool_transformers
 import real_model_probe as probe  # noqa: E402
 
 SAMPLE = os.path.join(HERE, "..", "..", "src", "trace", "testdata", "weka-sample")
-MODEL_ID = "llama-3-8b-shape@random-seed0"
 
 
 def main_thread_prompts(path, max_turns):
@@ -75,23 +72,23 @@ def main():
     parser.add_argument("--traces", default="trace_0174,trace_0058,trace_0001",
                         help="files of src/trace/testdata/weka-sample, without .json")
     parser.add_argument("--max-turns", type=int, default=6, help="main-thread turns per trace")
-    parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
     parser.add_argument("--out", default="real-model-turns.json")
     args = parser.parse_args()
     sessions = [main_thread_prompts(os.path.join(SAMPLE, name + ".json"), args.max_turns)
                 for name in args.traces.split(",")]
     longest = max(len(p) for _, prompts in sessions for p in prompts)
+    torch.use_deterministic_algorithms(args.deterministic)
     model = probe.build_model()
-    pool = kt.PooledKv.for_model(kvpool.Client(args.pool), model, MODEL_ID, max_tokens=longest)
+    pool = probe.pooled_kv(args, model, longest)
     with torch.no_grad():  # warm-up: kernels' first launch, the allocator, the first restore's mapping
         warm = probe.tokens(1024, 0)
         turn_with_pool(model, pool, warm)
         turn_with_pool(model, pool, warm)
         probe.last_logits(model, warm)
-    doc = probe.describe_run(args, "bench/gpu/real_model_turns.py")
-    doc.update({"pool": "kvpool serve on this host (shm segment mapped by the client)", "model_id": MODEL_ID,
-                "chunk_tokens": pool.chunk_tokens, "traces": args.traces.split(","), "max_turns": args.max_turns,
-                "turns": []})
+    doc = probe.describe_pool_run(args, "bench/gpu/real_model_turns.py", pool)
+    doc.update({"traces": args.traces.split(","), "max_turns": args.max_turns, "turns": []})
     for trace_id, prompts in sessions:
         for index, prompt in enumerate(prompts):
             ids = torch.from_numpy(prompt).view(1, -1).cuda()
