@@ -6,6 +6,8 @@
 #   deterministic  the same under torch.use_deterministic_algorithms(True) (exactness)
 #   turns          bench/gpu/real_model_turns.py: real AgentX sessions turn by turn, with and without the pool
 #   probe          bench/gpu/real_model_probe.py: the bound (pinned host memory, no pool), default kernels
+# A step named with -lower-right (pool-lower-right, turns-lower-right, ...) runs with kvpool_attention's
+# lower-right causal attention (--attention lower-right) and writes NAME-lower-right.json.
 # STEPS picks them, run in that order (default "pool turns deterministic"); HISTORIES (DET_HISTORIES for
 # the deterministic step), TRACES and MAX_TURNS pass on. Each benchmark rewrites its JSON after every row, so a run cut short keeps them.
 # Raw results land in $OUT (default ./out/real-model); back here, copy them to docs/results/ and
@@ -35,10 +37,11 @@ trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null; rm -rf "$shm"' EXIT
 for _ in $(seq 600); do "$KVPOOL" stat --master "127.0.0.1:$port" --timeout-ms 200 >/dev/null 2>&1 && break; sleep 0.2; done
 "$KVPOOL" stat --master "127.0.0.1:$port" > "$OUT/pool-stat.txt" 2>&1 || { echo "FAIL: kvpool serve"; tail "$OUT/serve.log"; exit 1; }
 
-step() {  # step NAME SCRIPT ARGS...: runs one benchmark, its output in $OUT/NAME.{json,log}
-  local name=$1 script=$2; shift 2
+step() {  # step NAME SCRIPT ARGS...: runs one benchmark, its output in $OUT/NAME$suffix.{json,log}
+  local name=$1$suffix script=$2; shift 2
   echo "== $name"
-  if timeout 900 "$PY" "$script" --pool "127.0.0.1:$port" --out "$OUT/$name.json" "$@" > "$OUT/$name.log" 2>&1; then
+  if timeout 900 "$PY" "$script" --pool "127.0.0.1:$port" --out "$OUT/$name.json" "$@" $attention \
+       > "$OUT/$name.log" 2>&1; then
     echo "$name: ok"
   else
     echo "$name: FAIL"; status=1; tail -30 "$OUT/$name.log"
@@ -46,6 +49,8 @@ step() {  # step NAME SCRIPT ARGS...: runs one benchmark, its output in $OUT/NAM
 }
 histories=${HISTORIES:-8192,32768,65536,131072}
 for s in $STEPS; do  # in the order given
+  suffix="" attention=""
+  case $s in *-lower-right) s=${s%-lower-right} suffix=-lower-right attention="--attention lower-right" ;; esac
   case $s in
     pool) step real-model-pool bench/gpu/real_model_pool.py --histories "$histories" ;;
     deterministic) step real-model-pool-deterministic bench/gpu/real_model_pool.py --deterministic \
@@ -53,8 +58,8 @@ for s in $STEPS; do  # in the order given
     turns) step real-model-turns bench/gpu/real_model_turns.py --traces "${TRACES:-trace_0174,trace_0058,trace_0001}" \
              --max-turns "${MAX_TURNS:-6}" ;;
     probe) echo "== real-model (no pool)"
-           timeout 900 "$PY" bench/gpu/real_model_probe.py --histories "$histories" --out "$OUT/real-model.json" \
-             > "$OUT/real-model.log" 2>&1 || { echo "real-model: FAIL"; status=1; } ;;
+           timeout 900 "$PY" bench/gpu/real_model_probe.py --histories "$histories" --out "$OUT/real-model$suffix.json" \
+             $attention > "$OUT/real-model$suffix.log" 2>&1 || { echo "real-model: FAIL"; status=1; } ;;
     *) echo "gpu-real-model: unknown step $s (pool, deterministic, turns, probe)"; exit 2 ;;
   esac
 done

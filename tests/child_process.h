@@ -1,5 +1,5 @@
 // A child process for multi-process tests: spawned from argv, stdout+stderr captured in a log
-// file, killed (SIGTERM or SIGKILL) and reaped on demand or when it goes out of scope.
+// file (or stderr in a file of its own, for tests of what a command prints on stdout), killed (SIGTERM or SIGKILL) and reaped on demand or when it goes out of scope.
 #pragma once
 
 #include <fcntl.h>
@@ -19,14 +19,19 @@ namespace kvpool::testing {
 
 class ChildProcess {
  public:
-  ChildProcess(std::vector<std::string> argv, std::string log_path) : log_path_(std::move(log_path)) {
+  ChildProcess(std::vector<std::string> argv, std::string log_path, const std::string& stderr_path = "")
+      : log_path_(std::move(log_path)) {
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (stderr_path.empty()) {
+      posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t none;

@@ -14,19 +14,41 @@ namespace {
 
 struct CliRun {
   int exit_code = -1;
-  std::string output;
+  std::string output;  // stdout, then stderr
+  std::string stdout_text;
 };
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 // Runs `kvpool ARGS...` to completion and returns its exit code and output. The 120 s limit
 // only guards against a hang: a replay under ASan on a loaded 2-core machine takes 30 s.
 CliRun Kvpool(std::vector<std::string> args) {
   args.insert(args.begin(), KVPOOL_BINARY);
-  const std::string log = std::filesystem::temp_directory_path() / ("kvpool-cli-" + std::to_string(getpid()) + ".log");
-  ChildProcess p(args, log);
+  const auto log = std::filesystem::temp_directory_path() / ("kvpool-cli-" + std::to_string(getpid()));
+  ChildProcess p(args, log.string() + ".out", log.string() + ".err");
   const int status = p.Wait(std::chrono::seconds(120));
-  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.Log()};
-  std::filesystem::remove(log);
+  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", ReadFile(log.string() + ".out")};
+  r.output = r.stdout_text + ReadFile(log.string() + ".err");
+  std::filesystem::remove(log.string() + ".out");
+  std::filesystem::remove(log.string() + ".err");
   return r;
+}
+
+// What `kvpool stat --json` printed on stdout, or null when it failed. Its logs (a transport
+// falling back to tcp while a store is still mounting, say) go to stderr, never into the JSON.
+nlohmann::json StatJson(const CliRun& r) {
+  if (r.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(r.stdout_text);
+}
+
+size_t SegmentCount(const CliRun& r) {
+  const nlohmann::json j = StatJson(r);
+  return j.is_object() && j.contains("segments") ? j["segments"].size() : 0;
 }
 
 TEST(Cli, RejectsBadArgumentsWithTheReason) {
@@ -109,7 +131,7 @@ TEST(Cli, PutGetStatThroughFiles) {
 
   r = Kvpool({"stat", "--json", "--master", master});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto j = nlohmann::json::parse(r.output);
+  auto j = StatJson(r);
   EXPECT_EQ(j["objects"], 1);
   EXPECT_EQ(j["segments"].size(), 1u);
 
@@ -160,7 +182,7 @@ TEST(Cli, AStoreServingUcxIsReachedOverItByClientsThatAsk) {
     expect_value("written-over-tcp", over_ucx);
     r = with({"stat", "--json"}, over_ucx);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    auto j = StatJson(r);
     EXPECT_EQ(j["segments"][0]["transport"], over_ucx ? "ucx" : "tcp") << r.output;
   }
   ::unsetenv("KVPOOL_HOST_ID");
@@ -246,12 +268,11 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   CliRun r;
   for (int attempt = 0; attempt < 200; ++attempt) {  // until both stores are mounted
     r = Kvpool({"stat", "--json", "--pool-file", pool_file, "--timeout-ms", "1000"});
-    if (r.exit_code == 0 && nlohmann::json::parse(r.output, nullptr, false).value("segments", nlohmann::json()).size() == 2)
-      break;
+    if (SegmentCount(r) == 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(SegmentCount(r), 2u) << r.output;
+  auto j = StatJson(r);
   ASSERT_EQ(j["parts"].size(), 2u);
   EXPECT_EQ(j["segments"][0]["part"], 0);
   EXPECT_EQ(j["segments"][1]["part"], 1);
@@ -265,7 +286,7 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("stage one's bytes"), std::string::npos);
   r = Kvpool({"stat", "--json", "--pool-file", pool_file});
-  j = nlohmann::json::parse(r.output);
+  j = StatJson(r);
   EXPECT_EQ(j["parts"][0]["objects"], 0);
   EXPECT_EQ(j["parts"][1]["objects"], 1);
 
@@ -298,12 +319,11 @@ TEST(Cli, APoolOfTwoPartsFromOnePoolFile) {
   ::unsetenv("KVPOOL_MASTER");
   for (int attempt = 0; attempt < 200; ++attempt) {  // until the third store is mounted
     r = Kvpool({"stat", "--json", "--pool-file", pool_file, "--timeout-ms", "1000"});
-    if (r.exit_code == 0 && nlohmann::json::parse(r.output, nullptr, false).value("segments", nlohmann::json()).size() == 3)
-      break;
+    if (SegmentCount(r) == 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  j = nlohmann::json::parse(r.output, nullptr, false);
-  ASSERT_EQ(j.value("segments", nlohmann::json()).size(), 3u) << r.output << from_env.Log();
+  ASSERT_EQ(SegmentCount(r), 3u) << r.output << from_env.Log();
+  j = StatJson(r);
   int on_part_1 = 0;
   for (const auto& segment : j["segments"]) on_part_1 += segment["part"] == 1;
   EXPECT_EQ(on_part_1, 2) << r.output;

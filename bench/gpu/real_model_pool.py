@@ -108,7 +108,7 @@ def main():
     args = parser.parse_args()
     torch.use_deterministic_algorithms(args.deterministic)
     histories = [int(x) for x in args.histories.split(",")]
-    model = probe.build_model()
+    model = probe.build_model(args.attention)
     # One set of buffers for the longest prompt (and 33 more tokens for the greedy runs).
     pool = probe.pooled_kv(args, model, max(histories) + args.new + 33)
     # Warm-up: kernels' first launch, the allocator, and the first restores' mapping of the store's

@@ -35,13 +35,18 @@ LLAMA3_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32
                  num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0, max_position_embeddings=262144)
 
 
-def build_model():
+def build_model(attention="sdpa"):
+    """The model, with transformers' sdpa attention or kvpool_attention's lower-right causal one
+    (a forward continuing a cache on the flash kernel)."""
     torch.manual_seed(0)
     config = LlamaConfig(**LLAMA3_8B, attn_implementation="sdpa")
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):
         model = LlamaForCausalLM(config)
     torch.set_default_dtype(torch.float32)
+    if attention == "lower-right":
+        import kvpool_attention
+        kvpool_attention.use_lower_right_causal_attention(model)
     return model.eval()
 
 
@@ -188,12 +193,19 @@ def exactness(restored_equal, original, rerun, restored, recompute, greedy_origi
     }
 
 
+def add_model_arguments(parser):
+    """How the model computes: its attention and whether its kernels are deterministic."""
+    parser.add_argument("--attention", choices=["sdpa", "lower-right"], default="sdpa",
+                        help="transformers' sdpa, or kvpool_attention's lower-right causal attention")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
+
+
 def add_run_arguments(parser, out):
     """The options every restore-versus-recompute run takes."""
     parser.add_argument("--histories", default="8192,32768,65536,131072")
     parser.add_argument("--new", type=int, default=1700, help="tokens of the new turn")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
+    add_model_arguments(parser)
     parser.add_argument("--out", default=out)
 
 
@@ -203,11 +215,12 @@ MODEL_ID = "llama-3-8b-shape@random-seed0"
 
 def pooled_kv(args, model, max_tokens):
     """A kvpool_transformers.PooledKv for `model` on the pool at args.pool. Deterministic kernels
-    compute other bf16 bits than the default ones: their KV gets its own namespace, so the
-    exactness checks compare a cache with what this run saved, not another run's."""
+    and another attention compute other bf16 bits than the default ones: their KV gets its own
+    namespace, so the exactness checks compare a cache with what this run saved, not another run's."""
     import kvpool
     import kvpool_transformers
     model_id = MODEL_ID + ("|deterministic-algorithms" if args.deterministic else "")
+    model_id += "" if args.attention == "sdpa" else f"|attention:{args.attention}"
     return kvpool_transformers.PooledKv.for_model(kvpool.Client(args.pool), model, model_id, max_tokens=max_tokens)
 
 
@@ -242,7 +255,7 @@ def describe_run(args, script):
                        f"{torch.cuda.get_device_name()}",
             "device": torch.cuda.get_device_name(), "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory,
             "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-            "model": {"shape": "Llama-3-8B", **LLAMA3_8B, "dtype": "bfloat16", "attention": "sdpa",
+            "model": {"shape": "Llama-3-8B", **LLAMA3_8B, "dtype": "bfloat16", "attention": args.attention,
                       "weights": "random (torch.manual_seed(0))"}}
 
 
@@ -251,7 +264,7 @@ def main():
     add_run_arguments(parser, "real-model.json")
     args = parser.parse_args()
     torch.use_deterministic_algorithms(args.deterministic)
-    model = build_model()
+    model = build_model(args.attention)
     with torch.no_grad():  # warm-up: kernels' first launch, the allocator
         last_logits(model, tokens(1024, 0), DynamicCache())
     rows = []

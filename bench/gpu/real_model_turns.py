@@ -1,6 +1,6 @@
 """Sessions of real AgentX traces through a real model, turn by turn, with and without the pool
 (issue 43's multi-turn run). The model is real_model_probe.py's Llama-3-8B shape (random bf16
-weights, sdpa); the pool a separate `kvpool serve` process on this host (--pool).
+weights, sdpa or --attention lower-right); the pool a separate `kvpool serve` process on this host (--pool).
 
 Each main-thread request of a trace becomes a prompt of exactly its recorded `in` tokens, as the
 replay builds them (docs: the AgentX format): every hash id is a fixed block of block_size token
@@ -72,15 +72,14 @@ def main():
     parser.add_argument("--traces", default="trace_0174,trace_0058,trace_0001",
                         help="files of src/trace/testdata/weka-sample, without .json")
     parser.add_argument("--max-turns", type=int, default=6, help="main-thread turns per trace")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG must be set)")
+    probe.add_model_arguments(parser)
     parser.add_argument("--out", default="real-model-turns.json")
     args = parser.parse_args()
     sessions = [main_thread_prompts(os.path.join(SAMPLE, name + ".json"), args.max_turns)
                 for name in args.traces.split(",")]
     longest = max(len(p) for _, prompts in sessions for p in prompts)
     torch.use_deterministic_algorithms(args.deterministic)
-    model = probe.build_model()
+    model = probe.build_model(args.attention)
     pool = probe.pooled_kv(args, model, longest)
     with torch.no_grad():  # warm-up: kernels' first launch, the allocator, the first restore's mapping
         warm = probe.tokens(1024, 0)

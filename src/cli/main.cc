@@ -1,6 +1,7 @@
 // kvpool: one binary for every role (master, store, all-in-one serve) and for users
 // (put/get/stat/bench). `kvpool --help` and `kvpool SUBCOMMAND --help` document the flags;
 // the roles also read them from a file (--config, cli/config_file.h).
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -15,6 +16,9 @@ int main(int argc, char** argv) {
   // Before any thread starts, so every thread inherits the blocked mask and only
   // WaitForShutdownSignal() sees SIGINT/SIGTERM.
   kvpool::cli::BlockShutdownSignals();
+  // Logs go to stderr: stdout is the command's output (`kvpool get KEY -`'s bytes, `stat --json`),
+  // which a log line (a transport falling back to tcp, say) must never corrupt.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"kvpool: a shared KV-cache pool for LLM serving"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kvpool 0.1.0");

@@ -133,3 +133,28 @@ def test_a_cache_refuses_to_outgrow_its_buffers(client, model):
     with pytest.raises(ValueError, match="at most 1024 tokens"):
         with torch.no_grad():
             model(prompt(1025, 4), past_key_values=cache, use_cache=True)
+
+
+@torch.no_grad()
+def test_lower_right_attention_continues_a_restored_cache_like_sdpa(client):
+    import kvpool_attention
+
+    ids, turn = prompt(4 * CHUNK, 7), prompt(CHUNK + 9, 8)
+    reference = make_model()
+    expected = last_logits(reference, torch.cat([ids, turn], dim=1), None)
+    lower_right = kvpool_attention.use_lower_right_causal_attention(make_model())
+    assert lower_right.config._attn_implementation == kvpool_attention.ATTENTION_NAME
+    saver = pooled(client, lower_right, "tiny-llama@lower-right")
+    cache = saver.new_cache()
+    last_logits(lower_right, ids, cache)
+    assert saver.save(cache, ids)["ok"]
+
+    restorer = pooled(client, lower_right, "tiny-llama@lower-right")
+    restored = restorer.new_cache()
+    assert restorer.restore(restored, ids).end_token == 3 * CHUNK  # the last token is left to compute
+    got = last_logits(lower_right, torch.cat([ids, turn], dim=1)[:, 3 * CHUNK:], restored)
+    # Another kernel than the reference's: close, not bitwise.
+    assert torch.allclose(got, expected, atol=0.1, rtol=0), float((got - expected).abs().max())
+    assert int(torch.argmax(got)) == int(torch.argmax(expected))
+    with pytest.raises(ValueError, match="padding"):
+        lower_right(turn, attention_mask=torch.tensor([[0] + [1] * (turn.shape[1] - 1)], device="cuda"))
