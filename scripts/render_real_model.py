@@ -6,9 +6,15 @@
   kvpool_transformers restoring that model's cache from a `kvpool serve` pool, and real sessions
   turn by turn).
 
-usage: render_real_model.py                        (rewrites both sections)
+- "Attention that continues a cache on the flash kernel" from docs/results/real-model-lower-right.json
+  (the same benchmarks with kvpool_attention's lower-right causal attention, and the sdpa turns of that
+  run beside them).
+
+usage: render_real_model.py                        (rewrites the three sections)
        render_real_model.py --collect OUT COMMIT   (first writes docs/results/real-model-pool.json from
                                                     a gpu-real-model.sh output folder measured at COMMIT)
+       render_real_model.py --collect-lower-right OUT COMMIT   (likewise real-model-lower-right.json, from
+                                                    its STEPS="turns-lower-right pool-lower-right turns")
 """
 import json
 import os
@@ -23,6 +29,8 @@ POOL_BEGIN, POOL_END = "<!-- real-model-pool:begin -->", "<!-- real-model-pool:e
 DOCS_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results")
 RESULTS = os.path.join(DOCS_RESULTS, "real-model.json")
 POOL_RESULTS = os.path.join(DOCS_RESULTS, "real-model-pool.json")
+LR_BEGIN, LR_END = "<!-- real-model-lower-right:begin -->", "<!-- real-model-lower-right:end -->"
+LR_RESULTS = os.path.join(DOCS_RESULTS, "real-model-lower-right.json")
 
 
 def yes(flag):
@@ -144,7 +152,14 @@ def pool_table(mode):
     return rows
 
 
-def turns_section(t):
+SDPA_SLOW = (" The first of these is the process's first forward over a restored cache. For the others, "
+             "transformers hands sdpa an explicit mask when a forward has a cache and more than one new token "
+             "(masking_utils._ignore_causal_mask_sdpa skips it only for one new token or no cache), which keeps "
+             "PyTorch off its flash kernel; from nothing it passes is_causal instead (the lower-right attention below "
+             "measures what that costs).")
+
+
+def turns_section(t, why_slow=SDPA_SLOW):
     rows = ["| trace | turn | prompt | restored | computed | TTFT with the pool | TTFT, recompute | restore | "
             "save (after the turn) | same next token |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -169,11 +184,7 @@ def turns_section(t):
                     "; ".join(f"{x['trace']} turn {x['turn']} spent {1000 * x['restore_s']:.0f} ms of "
                               f"{1000 * x['ttft_pool_s']:,.0f} ms restoring {x['restored_tokens']:,} tokens and the rest "
                               f"computing {x['computed_tokens']:,}" for x in slow) +
-                    ". The first of these is the process's first forward over a restored cache. For the others, "
-                    "transformers hands sdpa an explicit mask when a forward has a cache and more than one new token "
-                    "(masking_utils._ignore_causal_mask_sdpa skips it only for one new token or no cache), which keeps "
-                    "PyTorch off its flash kernel; from nothing it passes is_causal instead. How much of the time that "
-                    "costs is not profiled yet.")
+                    "." + why_slow)
     return rows, summary
 
 
@@ -232,9 +243,60 @@ def collect(out_dir, commit):
         json.dump(doc, f, indent=1)
 
 
+def collect_lower_right(out_dir, commit):
+    """docs/results/real-model-lower-right.json from a gpu-real-model.sh output folder of
+    STEPS="turns-lower-right pool-lower-right turns": the lower-right runs and the sdpa turns beside them."""
+    def load(name):
+        path = os.path.join(out_dir, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+    turns = load("real-model-turns-lower-right.json")
+    mode = load("real-model-pool-lower-right.json")
+    doc = {"command": "scripts/gpu-real-model.sh", "date": turns["date"], "machine": turns["machine"],
+           "commit": commit, "modes": [mode] if mode else [], "turns": turns,
+           "turns_sdpa": load("real-model-turns.json")}
+    with open(LR_RESULTS, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def render_lower_right(r):
+    t, sdpa = r["turns"], r.get("turns_sdpa")
+    out = [LR_BEGIN, "### Attention that continues a cache on the flash kernel (*measured*)", "",
+           f"Run with `{r['command']}` on {r['date']} ({r['machine']}, at {r['commit'][:7]}); raw results "
+           "`docs/results/real-model-lower-right.json`. The same model and pool as above with "
+           "`kvpool_attention.use_lower_right_causal_attention(model)` (python/kvpool_attention.py): a forward "
+           "that continues a cache gets the lower-right causal mask as PyTorch's `causal_lower_right` bias, which "
+           "runs on the flash kernel, instead of transformers' explicit mask; a forward from nothing is unchanged "
+           "(`is_causal`)."]
+    for mode in r["modes"]:
+        out += ["", f"Restore versus recompute (`{mode['command']}`):", "", *pool_table(mode)]
+    rows, summary = turns_section(t, "")
+    out += ["", f"Real sessions turn by turn with it (`{t['command']}`):", "", *rows, "", summary]
+    if sdpa:
+        by_turn = {(x["trace"], x["turn"]): x for x in sdpa["turns"]}
+        pairs = [(x, by_turn[(x["trace"], x["turn"])]) for x in t["turns"] if (x["trace"], x["turn"]) in by_turn]
+        later = [(lr, sd) for lr, sd in pairs if lr["turn"] > 0]
+        if later:
+            ratios = sorted(sd["ttft_pool_s"] / lr["ttft_pool_s"] for lr, sd in later)
+            agree = sum(lr["argmax_agrees"] for lr, _ in pairs)
+            out += ["", f"Beside transformers' sdpa in the same run (`{sdpa['command']}`): with the pool, after each "
+                    f"session's first turn, the first token came {statistics.median(ratios):.2f}x sooner with the "
+                    f"lower-right attention (median; {ratios[0]:.2f}x to {ratios[-1]:.2f}x over {len(ratios)} turns); "
+                    f"the pool arm's next token agreed with the recompute's in {agree} of {len(pairs)} turns."]
+    out.append(LR_END)
+    return "\n".join(out)
+
+
 def main():
     if sys.argv[1:2] == ["--collect"]:
         collect(sys.argv[2], sys.argv[3])
+    if sys.argv[1:2] == ["--collect-lower-right"]:
+        collect_lower_right(sys.argv[2], sys.argv[3])
+    if os.path.exists(LR_RESULTS):
+        with open(LR_RESULTS) as f:
+            write_section(render_lower_right(json.load(f)), LR_BEGIN, LR_END)
     for path, begin, end, draw in ((RESULTS, BEGIN, END, render), (POOL_RESULTS, POOL_BEGIN, POOL_END, render_pool)):
         if not os.path.exists(path):
             sys.exit(f"render_real_model: no {path}: run scripts/gpu-real-model.sh on the GPU machine")
