@@ -155,8 +155,8 @@ def pool_table(mode):
 SDPA_SLOW = (" The first of these is the process's first forward over a restored cache. For the others, "
              "transformers hands sdpa an explicit mask when a forward has a cache and more than one new token "
              "(masking_utils._ignore_causal_mask_sdpa skips it only for one new token or no cache), which keeps "
-             "PyTorch off its flash kernel; from nothing it passes is_causal instead (the lower-right attention below "
-             "measures what that costs).")
+             "PyTorch off its flash kernel; from nothing it passes is_causal instead (the cost-model check below "
+             "measures what that costs; python/kvpool_attention.py keeps such a forward on the flash kernel).")
 
 
 def turns_section(t, why_slow=SDPA_SLOW):

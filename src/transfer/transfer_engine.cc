@@ -46,10 +46,9 @@ struct TransferEngine::Impl {
   struct Route {
     SegmentEndpoint endpoint;
     std::shared_ptr<SegmentChannel> channel;
-    // A segment that went over tcp because shm or UCX could not reach its store asks again
-    // from then on (the store may have finished mounting, or restarted with UCX); never, when
-    // unset.
-    std::chrono::steady_clock::time_point retry_at{};
+    // A segment that went over tcp because UCX could not reach its store asks again from
+    // then on (the store may have restarted with UCX); never, when unset.
+    std::chrono::steady_clock::time_point retry_ucx_at{};
   };
   static constexpr std::chrono::seconds kUcxRetryInterval{60};
 
@@ -102,21 +101,16 @@ Status TransferEngine::UnregisterMemory(void* addr) {
 }
 
 Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
-  bool retrying = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->routes.find(endpoint.segment_id);
     if (it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint) && !it->second.channel->broken() &&
-        (it->second.retry_at == std::chrono::steady_clock::time_point{} ||
-         std::chrono::steady_clock::now() < it->second.retry_at)) {
+        (it->second.retry_ucx_at == std::chrono::steady_clock::time_point{} ||
+         std::chrono::steady_clock::now() < it->second.retry_ucx_at)) {
       return Status::Ok();
     }
-    // A fallback said once at info; its retries at debug.
-    retrying = it != impl_->routes.end() && SameEndpoint(it->second.endpoint, endpoint) && !it->second.channel->broken();
   }
-  const auto fallback_level = retrying ? spdlog::level::debug : spdlog::level::info;
   std::shared_ptr<SegmentChannel> channel;
-  std::chrono::steady_clock::time_point retry_at{};
   // A tenant never maps a segment: the whole segment, every namespace's bytes, would be its
   // to read. It reads over tcp, inside the master's grants.
   const bool tenant = impl_->options.secret && impl_->options.secret->tenant();
@@ -125,20 +119,19 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     if (shm.ok()) {
       channel = std::move(shm.value());
     } else {
-      spdlog::log(fallback_level, "transfer: segment {} via tcp: shm unavailable ({})", endpoint.segment_id,
-                  shm.status().ToString());
-      retry_at = std::chrono::steady_clock::now() + impl_->options.shm_retry_interval;
+      spdlog::info("transfer: segment {} via tcp: shm unavailable ({})", endpoint.segment_id,
+                   shm.status().ToString());
     }
   }
+  std::chrono::steady_clock::time_point retry_ucx_at{};
   if (!channel && impl_->ucx && !tenant) {
     auto ucx = impl_->ucx->Open(endpoint);
     if (ucx.ok()) {
       channel = std::move(ucx.value());
     } else {
-      spdlog::log(fallback_level, "transfer: segment {} via tcp: ucx unavailable ({})", endpoint.segment_id,
-                  ucx.status().ToString());
-      const auto ucx_retry_at = std::chrono::steady_clock::now() + Impl::kUcxRetryInterval;
-      retry_at = retry_at == std::chrono::steady_clock::time_point{} ? ucx_retry_at : std::min(retry_at, ucx_retry_at);
+      spdlog::info("transfer: segment {} via tcp: ucx unavailable ({})", endpoint.segment_id,
+                   ucx.status().ToString());
+      retry_ucx_at = std::chrono::steady_clock::now() + Impl::kUcxRetryInterval;
     }
   }
   if (!channel) {
@@ -147,7 +140,7 @@ Status TransferEngine::OpenSegment(const SegmentEndpoint& endpoint) {
     channel = std::move(tcp.value());
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->routes[endpoint.segment_id] = {endpoint, std::move(channel), retry_at};
+  impl_->routes[endpoint.segment_id] = {endpoint, std::move(channel), retry_ucx_at};
   return Status::Ok();
 }
 

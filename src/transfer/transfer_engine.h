@@ -95,10 +95,6 @@ struct TransferOptions {
   // fail UNAVAILABLE) and replaced: a hung peer does not hold a connection forever.
   std::chrono::milliseconds tcp_stall_timeout{5000};
   bool allow_shm = true;           // false forces tcp even on the same host (benchmarks, tests)
-  // A segment on this host that went over tcp because its store's socket did not serve it
-  // (a store whose mount the master granted a moment before the store serves it, or a store
-  // restarting) asks over shm again this long after, at its next OpenSegment.
-  std::chrono::milliseconds shm_retry_interval{1000};
   // Bounds connecting to a peer (tcp) and the shm handshake with a store's unix socket.
   std::chrono::milliseconds connect_timeout{2000};
   // The pool's secret (--auth-file): proven to every store at connection set-up, and only
@@ -177,8 +173,8 @@ class TransferEngine {
   // on this host and its store's unix socket hands over the segment; else ucx when enabled
   // and the store serves it; otherwise tcp (fails only if there is no usable tcp address).
   // Control path: may block up to connect_timeout (twice with ucx). Idempotent; an endpoint
-  // change for the same id, or a route that fell back to tcp (shm or ucx did not answer) once
-  // its retry interval passed, opens it afresh (in-flight work finishes on the old route).
+  // change for the same id, or a route that fell back for good (a ucx endpoint that failed),
+  // opens it afresh (in-flight work finishes on the old route).
   Status OpenSegment(const SegmentEndpoint& endpoint);
   // Forgets a segment (its store went away); later requests naming it fail with STALE.
   void CloseSegment(uint64_t segment_id);

@@ -528,37 +528,6 @@ TEST(TransportChoiceTest, OtherHostsAndMissingShmSocketsUseTcp) {
   EXPECT_TRUE(engine.Transfer({&r, 1}, Soon()).ok());
 }
 
-// A store serves its segment only after the master granted the mount, so a client may hear of
-// the segment first: it goes over tcp then, and over shm once the store serves it.
-TEST(TransportChoiceTest, ASegmentOpenedBeforeItsStoreServesItMovesToShm) {
-  StoreFixture store;
-  TransferOptions options;
-  options.shm_retry_interval = std::chrono::milliseconds(0);  // ask again at every open
-  TransferEngine engine(options);
-  constexpr uint64_t kMounting = 77;
-  ASSERT_TRUE(engine.OpenSegment(store.Endpoint(kMounting, 1 << 20)).ok());
-  EXPECT_EQ(engine.TransportFor(kMounting), "tcp");
-
-  auto memory = MemfdRegion::Create(1 << 20).value();
-  FillPattern(memory->data(), 0, memory->size(), 3);
-  store.server->Serve({kMounting, memory->data(), memory->size(), memory->memfd()});
-  ASSERT_TRUE(engine.OpenSegment(store.Endpoint(kMounting, 1 << 20)).ok());
-  EXPECT_EQ(engine.TransportFor(kMounting), "shm");
-  std::vector<char> buf(4096), expected(buf.size());
-  TransferRequest r{OpKind::kRead, buf.data(), kMounting, 0, buf.size()};
-  ASSERT_TRUE(engine.Transfer({&r, 1}, Soon()).ok());
-  FillPattern(expected.data(), 0, expected.size(), 3);
-  EXPECT_EQ(buf, expected);
-
-  // Inside the interval a route that fell back is kept.
-  options.shm_retry_interval = std::chrono::hours(1);
-  TransferEngine patient(options);
-  ASSERT_TRUE(patient.OpenSegment(store.Endpoint(78, 1 << 20)).ok());
-  store.server->Serve({78, memory->data(), memory->size(), memory->memfd()});
-  ASSERT_TRUE(patient.OpenSegment(store.Endpoint(78, 1 << 20)).ok());
-  EXPECT_EQ(patient.TransportFor(78), "tcp");
-}
-
 TEST(TransportChoiceTest, NoReachableAddressFailsToOpen) {
   TransferEngine engine;
   SegmentEndpoint nowhere{1, "store", "other-host", "", "", 100};
