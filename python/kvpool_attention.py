@@ -54,10 +54,10 @@ def no_mask_unless_padded(batch_size, q_length, kv_length, q_offset=0, kv_offset
 def use_lower_right_causal_attention(model):
     """Switches `model` (a transformers model) to the attention above. Raises
     kvpool_transformers.UnsupportedModel for a model whose layers are not all full attention."""
+    kvpool_transformers.geometry_from_config(model.config, "any", 1)  # refuses windows, MLA, shared KV
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
-    kvpool_transformers.geometry_from_config(model.config, "any", 1)  # refuses windows, MLA, shared KV
     AttentionInterface.register(ATTENTION_NAME, lower_right_causal_attention)
     AttentionMaskInterface.register(ATTENTION_NAME, no_mask_unless_padded)
     model.set_attn_implementation(ATTENTION_NAME)

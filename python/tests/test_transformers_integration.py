@@ -144,3 +144,20 @@ def test_bad_buffers_and_prompts_are_refused(client):
         kv.save_tokens(np.zeros(4 * CHUNK + 1, np.int32))
     with pytest.raises(kvpool.Error, match="INVALID_ARGUMENT"):  # holds more than the prompt has
         kv.lookup_and_restore(np.zeros(10, np.int32), cached_tokens=20)
+
+
+def test_lower_right_attention_builds_no_mask_unless_the_sequence_is_padded():
+    import kvpool_attention
+    assert kvpool_attention.no_mask_unless_padded(1, 4, 10) is None
+    assert kvpool_attention.no_mask_unless_padded(1, 4, 10, attention_mask=np.ones((1, 10), dtype=bool)) is None
+    padded = np.array([[False] + [True] * 9])
+    assert kvpool_attention.no_mask_unless_padded(1, 4, 10, attention_mask=padded) is padded  # the attention refuses it
+
+
+def test_lower_right_attention_refuses_a_model_it_would_compute_wrongly():
+    import types
+    import kvpool_attention
+    model = types.SimpleNamespace(config={"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
+                                          "sliding_window": 128})
+    with pytest.raises(kt.UnsupportedModel, match="sliding-window"):
+        kvpool_attention.use_lower_right_causal_attention(model)
