@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Session-aware retention and restore prefetch against the plain pool (issue 18), in one run:
+# Session-aware retention and restore prefetch against the plain pool (issues 18 and 44), in one run:
 # `kvpool replay` with the same corpus, seed and window at each load of SESSIONS and pool size of
-# SIZES (about half the working set, and the default), in four arms: the plain pool (--retention
-# lru --prefetch off), the router's retention hints (--retention session: a session waiting for
-# its next turn keeps its history over others' churn for about its recorded wait, ranked by when
-# it is expected back, an ended one's goes first) with the master's default bound on them (half
-# the units) and with 0.9 (--max-retained-fraction: one router fronts the whole pool), and restore
-# prefetch (--prefetch on: a request's restore starts when it arrives).
-# Targets (issue 18), at 112 sessions: session retention >= +5 points of reuse over LRU at the
-# half-size pool; prefetch cuts the restore time on the critical path by >= 50%; no regression at
-# the default size. Raw results: docs/results/session-aware.json, rendered into
-# docs/benchmarks.md by scripts/render_session_aware_benchmarks.py.
+# SIZES (about half the working set, and the default), in six arms: the plain pool (--retention
+# lru --prefetch off); the router's retention hints predicted from the waits it has seen
+# (--retention session: a session waiting for its next turn keeps its history over others' churn,
+# ranked by when it is expected back) with the master's default bound on them (half the units)
+# and with 0.9 (--max-retained-fraction: one router fronts the whole pool); the same hints from
+# the trace's recorded waits and ends (--retention oracle, an upper bound no router reaches) at
+# both bounds; and restore prefetch (--prefetch on: a request's restore starts when it arrives).
+# Targets (issue 44), at 112 sessions with the half-size pool: predicted hints with default
+# settings >= +5 points of reuse over LRU and >= 60% of the oracle's gain; prefetch cuts the
+# restore time on the critical path by >= 50%; no regression at the default size. Raw results:
+# docs/results/session-aware.json, rendered into docs/benchmarks.md by
+# scripts/render_session_aware_benchmarks.py.
 #
 # Each arm runs once per seed of SEEDS (default 1 to 5): the pool runs on the replay's clock, so
 # one seed gives one result (issue 41); the spread is across seeds, and arms are compared seed by
@@ -33,11 +35,13 @@ trap 'rm -rf "$OUT"' EXIT
 common=(--synth 393 --duration "$DURATION" --mode pool)
 declare -A ARMS=([lru]="--retention lru --prefetch off" [session]="--retention session --prefetch off"
                  [session90]="--retention session --max-retained-fraction 0.9 --prefetch off"
+                 [oracle]="--retention oracle --prefetch off"
+                 [oracle90]="--retention oracle --max-retained-fraction 0.9 --prefetch off"
                  [prefetch]="--retention lru --prefetch on")
 for n in $SESSIONS; do
   for size in $SIZES; do
     for seed in $SEEDS; do
-      for arm in lru session session90 prefetch; do
+      for arm in lru session session90 oracle oracle90 prefetch; do
         read -ra flags <<< "${ARMS[$arm]}"
         echo "== $n sessions, $size tokens, $arm, seed $seed: kvpool replay ${common[*]} --seed $seed --sessions $n --pool-tokens $size ${flags[*]}"
         bench_job "$BUILD"/src/cli/kvpool replay "${common[@]}" --seed "$seed" --sessions "$n" --pool-tokens "$size" \
@@ -65,6 +69,8 @@ def arm(n, size, name):
     kept = {k: m[k] for k in KEEP} | {"wall_s": machine_timings(m)["wall_s"], "seed": median_seed}
     kept["retention_keys"] = m["deployment"].get("retention_keys", 0)
     kept["retention_refused"] = m["deployment"].get("retention_refused", 0)
+    if "return_predictions" in m:
+        kept["return_predictions"] = m["return_predictions"]
     return {"median": kept,
             "by_seed": [{"seed": seed, "reuse": runs[seed]["token_sources"]["reuse"], "requests": runs[seed]["requests"],
                          "ttft_p50_s": runs[seed]["ttft_s"]["p50"],
@@ -75,7 +81,7 @@ json.dump({"command": "scripts/bench-session-aware.sh", "date": datetime.date.to
            "machine": describe_machine(),
            "settings": {"replay": "kvpool replay " + common, "seeds": seeds},
            "loads": [{"sessions": int(n),
-                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "session90", "prefetch")}}
+                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "session90", "oracle", "oracle90", "prefetch")}}
                                 for s in sizes.split()]}
                      for n in sessions.split()]},
           open("docs/results/session-aware.json", "w"), indent=1)

@@ -306,7 +306,9 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.warmup_requests = f.warmup;
       o.replay.ramp_s = f.ramp_s;
       o.replay.idle_cap_s = f.idle_cap_s;
-      o.replay.session_retention = f.retention == "session";
+      o.replay.retention = f.retention == "session"  ? replay::ReplayOptions::Retention::kPredicted
+                           : f.retention == "oracle" ? replay::ReplayOptions::Retention::kOracle
+                                                     : replay::ReplayOptions::Retention::kLru;
       o.ssd_tokens = f.ssd_tokens;
       o.max_retained_fraction = f.max_retained_fraction;
       o.ssd_dir = f.ssd_dir;
@@ -481,10 +483,11 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--retention", f.retention,
-                  "the pool's eviction: lru, or session (the router tells the pool which sessions wait for a "
-                  "tool and when each is expected back, and which ended: waiting sessions' histories are kept "
-                  "over others', the one expected last evicted first)")
-      ->check(CLI::IsMember({"lru", "session"}))
+                  "the pool's eviction: lru; session (the router tells the pool which sessions wait and when each "
+                  "is expected back, predicted from the waits it has seen: waiting sessions' histories are kept "
+                  "over others', the one expected last evicted first); or oracle (the same from the trace's "
+                  "recorded waits and ends, which no router knows: an upper bound for comparison only)")
+      ->check(CLI::IsMember({"lru", "session", "oracle"}))
       ->capture_default_str();
   cmd->add_option("--max-retained-fraction", f.max_retained_fraction,
                   "the embedded pool's bound on retention hints (kvpool master --max-retained-fraction): the "

@@ -18,7 +18,7 @@ Result<std::vector<PlanPoint>> PlanPool(const trace::Corpus& corpus, const PlanO
     auto model = CacheModel::Create(std::move(m), &sim);
     if (!model.ok()) return model.status();
     ReplayOptions replay = options.replay;
-    replay.session_retention = false;
+    replay.retention = ReplayOptions::Retention::kLru;
     ReplayDriver driver(corpus, replay, model->get(), &sim);
     KVPOOL_RETURN_IF_ERROR(driver.Start());
     sim.Run();

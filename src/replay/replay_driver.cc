@@ -33,6 +33,8 @@ struct ReplayDriver::Tree {
   std::unordered_map<size_t, std::vector<size_t>> spawned_after;  // parent turn -> subagents
   trace::PrefixHitWalk ceiling_walk;
   std::vector<connector::TokenId> last_prompt;  // the latest main turn's (retention hints)
+  std::optional<double> main_end_s;  // when its latest main turn ended (retention hints)
+  std::string main_stop;             // and how
   // Retention hints: each running subagent's latest prompt, until it is done.
   std::unordered_map<size_t, std::vector<connector::TokenId>> subagent_prompts;
 };
@@ -40,7 +42,8 @@ struct ReplayDriver::Tree {
 ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink, engine::Simulation* sim)
     : corpus_(corpus), options_(options), sink_(sink), sim_(sim),
       rng_state_(engine::Mix64(options.seed)),
-      arrival_rng_(engine::Mix64(options.seed ^ 0x9e3779b97f4a7c15ULL)) {}
+      arrival_rng_(engine::Mix64(options.seed ^ 0x9e3779b97f4a7c15ULL)),
+      predictor_(options.idle_cap_s) {}
 
 ReplayDriver::~ReplayDriver() = default;
 
@@ -94,6 +97,12 @@ double ReplayDriver::CappedGap(double next_start, double previous_end) const {
   return std::clamp(next_start - previous_end, 0.0, options_.idle_cap_s);
 }
 
+namespace {
+// The predictor's thread ids: a session's main thread, and each of its subagents.
+uint64_t MainThread(uint64_t session_id) { return session_id << 16; }
+uint64_t SubagentThread(uint64_t session_id, size_t subagent) { return (session_id << 16) | (subagent + 1); }
+}  // namespace
+
 void ReplayDriver::StartTree(Lane& lane, bool from_random_point) {
   if (stop_time_) return;
   if (lane.tree) lane.finished.push_back(std::move(lane.tree));
@@ -124,24 +133,41 @@ void ReplayDriver::SendMain(Tree& tree) {
   const size_t turn = tree.next_turn;
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
+  if (options_.retention == ReplayOptions::Retention::kPredicted && tree.main_end_s) {
+    predictor_.Observe(MainThread(tree.session_id), false, tree.main_stop, sim_->now() - *tree.main_end_s);
+  }
   // The turn arrived: its history must last until prefill restores it, however long it queues,
   // and is needed before that of any session still waiting for its next turn.
-  RetainPrompt(tree.last_prompt, options_.idle_cap_s, 0);
+  RetainPrompt(tree.last_prompt, 2 * options_.idle_cap_s, 0);
   Send(tree, tree.trace->requests[turn], counted,
        [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); },
-       options_.session_retention ? &tree.last_prompt : nullptr);
+       options_.retention != ReplayOptions::Retention::kLru ? &tree.last_prompt : nullptr);
 }
 
-void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s, double reuse_in_s) {
-  if (!options_.session_retention || !sink_->uses_pool() || prompt.empty()) return;
+void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double hold_s, double reuse_in_s) {
+  if (options_.retention == ReplayOptions::Retention::kLru || !sink_->uses_pool() || prompt.empty()) return;
   // In emulated time, the embedded pool's (it runs on the simulation's clock).
-  const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 2000 * wait_s)));
+  const auto ttl = std::chrono::milliseconds(static_cast<int64_t>(std::max(50.0, 1000 * hold_s)));
   const auto reuse_in = std::chrono::milliseconds(static_cast<int64_t>(1000 * reuse_in_s));
   sink_->RetainSession(prompt, ttl, reuse_in);
 }
 
+void ReplayDriver::RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread, bool subagent,
+                                 const std::string& stop_reason, double recorded_gap_s) {
+  switch (options_.retention) {
+    case ReplayOptions::Retention::kLru:
+      return;
+    case ReplayOptions::Retention::kOracle:
+      return RetainPrompt(prompt, 2 * recorded_gap_s, recorded_gap_s);
+    case ReplayOptions::Retention::kPredicted: {
+      const ReturnPrediction p = predictor_.Predict(thread, subagent, stop_reason);
+      return RetainPrompt(prompt, p.hold_s, p.expected_s);
+    }
+  }
+}
+
 void ReplayDriver::ReleasePrompt(std::vector<connector::TokenId>* prompt) {
-  if (options_.session_retention && sink_->uses_pool() && !prompt->empty()) {
+  if (options_.retention == ReplayOptions::Retention::kOracle && sink_->uses_pool() && !prompt->empty()) {
     sink_->ReleaseSession(*prompt);  // it ended: first to evict
   }
   prompt->clear();
@@ -161,20 +187,26 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
       StartSubagent(tree, s, counted);
     }
   }
+  tree.main_end_s = sim_->now();
+  tree.main_stop = turns[turn].stop_reason;
   if (turn + 1 >= turns.size()) {
+    // A router cannot tell the last turn from any other: only the oracle knows it ended.
+    if (options_.retention == ReplayOptions::Retention::kPredicted) {
+      RetainWaiting(tree.last_prompt, MainThread(tree.session_id), false, tree.main_stop, 0);
+    }
     tree.main_done = true;
     MaybeFinishTree(tree);
     return;
   }
   tree.next_turn = turn + 1;
   if (options_.arrival_rate > 0) {  // the next arrival decides when
-    RetainPrompt(tree.last_prompt, options_.idle_cap_s, options_.idle_cap_s);
+    RetainPrompt(tree.last_prompt, 2 * options_.idle_cap_s, options_.idle_cap_s);
     tree.main_timer_done = true;
     TrySendMain(tree);
     return;
   }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
-  RetainPrompt(tree.last_prompt, gap, gap);
+  RetainWaiting(tree.last_prompt, MainThread(tree.session_id), false, tree.main_stop, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);
@@ -234,16 +266,26 @@ void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index
   const trace::Subagent& sub = tree.trace->subagents[subagent];
   // A subagent's history is retained while it runs, like a main session's (retention hints).
   std::vector<connector::TokenId>* prompt = nullptr;
-  if (options_.session_retention) {
+  if (options_.retention != ReplayOptions::Retention::kLru) {
     prompt = &tree.subagent_prompts[subagent];
-    RetainPrompt(*prompt, options_.idle_cap_s, 0);
+    RetainPrompt(*prompt, 2 * options_.idle_cap_s, 0);
   }
   Send(tree, sub.requests[index], counted, [this, t = &tree, subagent, index, counted](const engine::RequestRecord&) {
     const trace::Subagent& s = t->trace->subagents[subagent];
-    if (index + 1 >= s.requests.size()) return OnSubagentDone(*t, subagent);
-    const double gap = CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s());
-    if (auto it = t->subagent_prompts.find(subagent); it != t->subagent_prompts.end()) RetainPrompt(it->second, gap, gap);
-    sim_->After(gap, [this, t, subagent, index, counted] { SendSubagentRequest(*t, subagent, index + 1, counted); });
+    const uint64_t thread = SubagentThread(t->session_id, subagent);
+    const bool last = index + 1 >= s.requests.size();
+    const double gap = last ? 0 : CappedGap(s.requests[index + 1].start_time_s, s.requests[index].end_time_s());
+    if (auto it = t->subagent_prompts.find(subagent);
+        it != t->subagent_prompts.end() && (!last || options_.retention == ReplayOptions::Retention::kPredicted)) {
+      RetainWaiting(it->second, thread, true, s.requests[index].stop_reason, gap);
+    }
+    if (last) return OnSubagentDone(*t, subagent);
+    sim_->After(gap, [this, t, subagent, index, counted, thread, ended = sim_->now()] {
+      if (options_.retention == ReplayOptions::Retention::kPredicted) {
+        predictor_.Observe(thread, true, t->trace->subagents[subagent].requests[index].stop_reason, sim_->now() - ended);
+      }
+      SendSubagentRequest(*t, subagent, index + 1, counted);
+    });
   }, prompt);
 }
 
@@ -253,6 +295,7 @@ void ReplayDriver::OnSubagentDone(Tree& tree, size_t subagent) {
     ReleasePrompt(&it->second);
     tree.subagent_prompts.erase(it);
   }
+  predictor_.Forget(SubagentThread(tree.session_id, subagent));
   const trace::Subagent& sub = tree.trace->subagents[subagent];
   if (sub.gates_turn) {
     --tree.gate_pending[*sub.gates_turn];
@@ -265,6 +308,7 @@ void ReplayDriver::MaybeFinishTree(Tree& tree) {
   if (!tree.main_done || tree.active_subagents > 0) return;
   tree.ceiling_walk = trace::PrefixHitWalk();  // the tree sends nothing more
   ReleasePrompt(&tree.last_prompt);
+  predictor_.Forget(MainThread(tree.session_id));
   Lane& lane = *tree.lane;
   if (tree.warming) {  // a tree too short to finish its warm-up
     tree.warming = false;

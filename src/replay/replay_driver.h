@@ -16,7 +16,7 @@
 // each arrival, a lane whose next main turn may go (its answer back, its gating subagents
 // done) uniformly at random, so a session's turns keep their order but arrive at the load's
 // rate; with no such lane the arrival waits for the first one. Subagents keep their gaps.
-// Retention hints (session_retention): see ReplayOptions.
+// Retention hints (retention): see ReplayOptions.
 // Measurement: starts when 90% of the lanes have finished their warm-up and lasts
 // `duration_s` emulated seconds, or until `max_requests` counted requests finished
 // (whichever first).
@@ -34,6 +34,7 @@
 #include "engine/request_sink.h"
 #include "engine/request_record.h"
 #include "engine/simulation.h"
+#include "replay/return_predictor.h"
 #include "replay/trace_driver.h"
 #include "trace/reuse_ceiling.h"
 #include "trace/trace.h"
@@ -55,16 +56,21 @@ struct ReplayOptions {
   // > 0: main turns paced by one Poisson process at this many requests/s over all lanes.
   double arrival_rate = 0;
   int64_t max_output_tokens = 0;  // > 0: recorded output lengths capped at this (max_tokens)
-  // The router's hints to the pool (issue 18; Deployment::RetainSession): after each main turn
-  // the session's history is retained for about its wait before the next turn (the recorded
-  // gap, capped; with paced arrivals, the idle cap), expected back at the gap's end, and again
-  // when the next turn arrives, for the idle cap and expected at once, so that it lasts while
-  // the turn queues for prefill and goes before waiting sessions' histories; in emulated time
-  // (the embedded pool's clock; an existing pool reads them in its own real time, which is
-  // the replay's only at --speedup 1), retentions with a margin of 2x. When its
-  // tree ends, released. A subagent's history likewise, from its first turn until it is done.
-  // false: plain LRU. Without a pool, nothing is sent.
-  bool session_retention = false;
+  // The router's hints to the pool (issue 18; Deployment::RetainSession): after each request
+  // the thread's history (a session's main thread, or a subagent's) is retained for about its
+  // wait before its next request, expected back when that wait ends; when its next turn
+  // arrives, again for the idle cap, expected at once, so that it lasts while the turn queues
+  // for prefill and goes before waiting threads' histories. In emulated time (the embedded
+  // pool's clock; an existing pool reads them in its own real time, the replay's only at
+  // --speedup 1). With paced arrivals, a waiting session is held for twice the idle cap,
+  // expected back after it.
+  //   kPredicted: the wait is what ReturnPredictor makes of the waits seen so far (never the
+  //     trace's future); a thread that ended is held like one that waits, until its hint lapses.
+  //   kOracle: the recorded wait (capped), held for twice it, and a thread's history released
+  //     (first to evict) when the trace says it ended: an upper bound no router can reach.
+  //   kLru: no hints (plain LRU). Without a pool, nothing is sent.
+  enum class Retention { kLru, kPredicted, kOracle };
+  Retention retention = Retention::kLru;
 };
 
 class ReplayDriver final : public TraceDriver {
@@ -88,6 +94,8 @@ class ReplayDriver final : public TraceDriver {
   int64_t trees_started() const { return trees_started_; }
   size_t lanes_warm() const override { return lanes_warm_; }
   bool window_open() const override { return window_opened_at_.has_value(); }
+  // With predicted retention: how the predictions did.
+  ReturnPredictionScore return_predictions() const { return predictor_.score(); }
 
  private:
   struct Tree;
@@ -106,11 +114,14 @@ class ReplayDriver final : public TraceDriver {
   void Send(Tree& tree, const trace::Request& request, bool counted, std::function<void(const engine::RequestRecord&)> then,
             std::vector<connector::TokenId>* prompt = nullptr);
   // Retention hints: tells the pool to keep the history whose latest prompt is `prompt` (a main
-  // session's or a subagent's) for about `wait_s` emulated seconds; no-op without hints.
-  // Retains `prompt`'s history for about `wait_s` emulated seconds, its next use expected in
-  // `reuse_in_s` (0: a turn of it is queued).
-  void RetainPrompt(const std::vector<connector::TokenId>& prompt, double wait_s, double reuse_in_s);
-  // The history ended: released (first to evict), and `prompt` cleared.
+  // session's or a subagent's) for `hold_s` emulated seconds, its next use expected in
+  // `reuse_in_s` (0: a turn of it is queued); no-op without hints.
+  void RetainPrompt(const std::vector<connector::TokenId>& prompt, double hold_s, double reuse_in_s);
+  // Thread `thread`'s request ended with `stop_reason`, its next one due in `recorded_gap_s`
+  // (what the trace says: only the oracle reads it): retains its history until then.
+  void RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread, bool subagent,
+                     const std::string& stop_reason, double recorded_gap_s);
+  // The history's thread ended: the oracle releases it (first to evict); `prompt` is cleared.
   void ReleasePrompt(std::vector<connector::TokenId>* prompt);
   void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
@@ -139,6 +150,7 @@ class ReplayDriver final : public TraceDriver {
   std::vector<Tree*> due_;
   int64_t waiting_arrivals_ = 0;
   uint64_t arrival_rng_;
+  ReturnPredictor predictor_;
 };
 
 }  // namespace kvpool::replay

@@ -77,17 +77,22 @@ TEST(ReplayEndToEndTest, AnSsdTierUnderASmallPoolTakesWhatDramCannotHold) {
 }
 
 // The router's retention hints (issue 18) reach the real pool: each waiting session's history
-// is retained and each ended one released, through the real client and master, and every
-// restored byte still verifies.
+// is retained (predicted from the waits seen so far, or the oracle's recorded ones, which also
+// releases each ended one), through the real client and master, and every restored byte still
+// verifies. Only the predicted run scores its predictions.
 TEST(ReplayEndToEndTest, SessionRetentionHintsReachThePool) {
-  ReplayRunOptions o = TinyRun(true);
-  o.replay.session_retention = true;
-  auto s = RunReplay(SmallCorpus(), o);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->verification_errors, 0u);
-  EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
-  EXPECT_GT(s->deployment.retention_keys, 0u);
-  EXPECT_GT(s->restores, 0);
+  for (auto retention : {ReplayOptions::Retention::kPredicted, ReplayOptions::Retention::kOracle}) {
+    ReplayRunOptions o = TinyRun(true);
+    o.replay.retention = retention;
+    auto s = RunReplay(SmallCorpus(), o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->verification_errors, 0u);
+    EXPECT_EQ(s->failed_requests, 0) << s->first_failure;
+    EXPECT_GT(s->deployment.retention_keys, 0u);
+    EXPECT_GT(s->restores, 0);
+    EXPECT_EQ(s->return_predictions.has_value(), retention == ReplayOptions::Retention::kPredicted);
+    if (s->return_predictions) EXPECT_GT(s->return_predictions->scored, 0);
+  }
 }
 
 // The run's /metrics while it runs: the connectors' counters and latency histograms, read at
@@ -186,7 +191,7 @@ TEST(ReplayEndToEndTest, TheSameSeedGivesTheSameSummaryUnderEvictionOnABusyCore)
   ReplayRunOptions o = TinyRun(true);
   o.replay.sessions = 6;
   o.replay.max_requests = 48;
-  o.replay.session_retention = true;
+  o.replay.retention = ReplayOptions::Retention::kPredicted;
   o.geometry.pool_tokens = 300'000;
   o.ssd_tokens = 300'000;
   auto first = RunReplay(corpus, o);

@@ -188,6 +188,12 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                           {"promotion_failures", c.promotion_failures}, {"ssd_hits", c.ssd_hits},
                           {"ssd_evictions", c.ssd_evictions}};
   }
+  if (s.return_predictions) {
+    const ReturnPredictionScore& r = *s.return_predictions;
+    j["return_predictions"] = {{"scored", r.scored}, {"returned_within_hold", r.returned_within_hold},
+                               {"median_abs_log_ratio", r.median_abs_log_ratio}, {"median_ratio", r.median_ratio},
+                               {"by_basis", r.by_basis}};
+  }
   return j;
 }
 
@@ -246,6 +252,12 @@ std::string FormatSummary(const ReplaySummary& s) {
                          c.ssd_used_bytes / 1e9, c.ssd_capacity_bytes / 1e9, c.demotions, c.demotion_failures,
                          c.promotions, c.promotion_failures, c.ssd_evictions);
     }
+  }
+  if (s.return_predictions && s.return_predictions->scored > 0) {
+    const ReturnPredictionScore& r = *s.return_predictions;
+    out += fmt::format("  returns         {} predicted waits: median predicted/actual {:.2f} (median |ln| {:.2f}) · "
+                       "{:.0f}% back within the hint's hold\n",
+                       r.scored, r.median_ratio, r.median_abs_log_ratio, 100.0 * r.returned_within_hold / r.scored);
   }
   out += fmt::format("  errors          verification {} · failed requests {}{} · restore fallbacks {} tokens\n",
                      s.verification_errors, s.failed_requests,

@@ -19,6 +19,7 @@
 
 #include "engine/deployment.h"
 #include "engine/request_record.h"
+#include "replay/return_predictor.h"
 
 namespace kvpool::replay {
 
@@ -96,6 +97,9 @@ struct ReplaySummary {
   uint64_t verification_errors = 0;
   engine::DeploymentCounters deployment;
   std::optional<PoolCounters> pool_counters;  // embedded pools only
+  // With predicted retention hints (--retention session): how the router's predictions of
+  // when each waiting thread comes back did (return_predictor.h).
+  std::optional<ReturnPredictionScore> return_predictions;
 };
 
 // Summarizes `records` over the window [window_start_s, window_end_s].

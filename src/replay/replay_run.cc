@@ -133,10 +133,13 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   auto deployment = engine::Deployment::Create(std::move(d), &sim);
   if (!deployment.ok()) return deployment.status();
   std::unique_ptr<TraceDriver> driver;
+  const ReplayDriver* closed_loop = nullptr;
   if (options.open_loop) {
     driver = std::make_unique<OpenLoopDriver>(corpus, options.replay, deployment->get(), &sim);
   } else {
-    driver = std::make_unique<ReplayDriver>(corpus, options.replay, deployment->get(), &sim);
+    auto replay = std::make_unique<ReplayDriver>(corpus, options.replay, deployment->get(), &sim);
+    closed_loop = replay.get();
+    driver = std::move(replay);
   }
   const auto append_metrics = [connectors = (*deployment)->connector_metrics(),
                                 handoff = &(*deployment)->handoff_metrics(), &pools](std::string* body) {
@@ -192,6 +195,9 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
   s.handoff = handoff->name();
   s.traces_skipped = driver->traces_skipped();
+  if (closed_loop && options.replay.retention == ReplayOptions::Retention::kPredicted && options.use_pool) {
+    s.return_predictions = closed_loop->return_predictions();
+  }
   s.deployment = (*deployment)->counters(driver->window_start_s(), driver->window_end_s());
   for (const auto& p : pools) {
     if (const auto c = p->counters()) (s.pool_counters ? *s.pool_counters : s.pool_counters.emplace()) += *c;
