@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Renders the "Session-aware retention and restore prefetch" section of docs/benchmarks.md from
 docs/results/session-aware.json, which scripts/bench-session-aware.sh writes: replays with the
-plain pool, with the router's retention hints and with restore prefetch, at each load and pool
-size, in one run. Nothing is typed in.
+plain pool, with the router's retention hints (predicted, and the oracle's), and with restore
+prefetch, at each load and pool size, in one run. Nothing is typed in.
 
 usage: render_session_aware_benchmarks.py   (rewrites docs/benchmarks.md between its markers)
 """
@@ -15,11 +15,15 @@ from render_benchmarks import write_section  # noqa: E402
 
 BEGIN, END = "<!-- session-aware:begin -->", "<!-- session-aware:end -->"
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "session-aware.json")
-ARMS = (("lru", "plain pool (LRU)"), ("session", "retention hints, bound 0.5"),
-        ("session90", "retention hints, bound 0.9"), ("prefetch", "restore prefetch"))
+ARMS = (("lru", "plain pool (LRU)"), ("session", "predicted hints, bound 0.5"),
+        ("session90", "predicted hints, bound 0.9"), ("oracle", "oracle hints, bound 0.5"),
+        ("oracle90", "oracle hints, bound 0.9"), ("prefetch", "restore prefetch"))
+# The wall-clock run's arms under today's names: its hints were the oracle's.
+WALL_CLOCK_ARM = {"lru": "lru", "oracle": "session", "oracle90": "session90", "prefetch": "prefetch"}
 
 
 WALL_CLOCK = os.path.join(os.path.dirname(RESULTS), "session-aware-wall-clock.json")
+REAL_TRACES = os.path.join(os.path.dirname(RESULTS), "return-predictions.json")
 
 
 def reuse(arm):
@@ -59,8 +63,8 @@ def wall_clock_reuse():
         return {}, None
     with open(WALL_CLOCK) as f:
         old = json.load(f)
-    return ({(load["sessions"], s["pool_tokens"], name): s[name]["median"]["token_sources"]["reuse"]
-             for load in old["loads"] for s in load["sizes"] for name, _ in ARMS}, old["date"])
+    return ({(load["sessions"], s["pool_tokens"], name): s[then]["median"]["token_sources"]["reuse"]
+             for load in old["loads"] for s in load["sizes"] for name, then in WALL_CLOCK_ARM.items()}, old["date"])
 
 
 def without_collapsed(s):
@@ -70,8 +74,16 @@ def without_collapsed(s):
     kept = [seed for seed in by_seed(s["lru"], "reuse") if seed not in gone]
     return (f" (without seed{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))}, where fewer than half "
             f"the median number of requests finish in the window: "
-            f"{spread(paired(s['session90'], s['lru'], seeds=kept))} at 0.9, "
-            f"{spread(paired(s['session'], s['lru'], seeds=kept))} at 0.5)")
+            f"predicted {spread(paired(s['session'], s['lru'], seeds=kept))} at 0.5, "
+            f"{spread(paired(s['session90'], s['lru'], seeds=kept))} at 0.9; oracle "
+            f"{spread(paired(s['oracle'], s['lru'], seeds=kept))} at 0.5)")
+
+
+def share_of_oracle(s, hints, oracle):
+    """The predicted hints' gain over LRU as a share of the oracle's, seed by seed (seeds where the
+    oracle gains at least a point)."""
+    got, bound = paired(s[hints], s["lru"]), paired(s[oracle], s["lru"])
+    return [g / b for g, b in zip(got, bound) if b >= 0.01]
 
 
 def row(n, size, name, arm, before):
@@ -89,6 +101,35 @@ def row(n, size, name, arm, before):
             f"{a['throughput_tok_s_per_gpu'] / 1e3:.1f}K | {errors[0]} / {errors[1]} |")
 
 
+def prediction_note(r):
+    """How the predictions did, over the predicted arm's median seed at each load and size."""
+    notes = []
+    for load in r["loads"]:
+        for s in load["sizes"]:
+            p = s["session"]["median"].get("return_predictions")
+            if p and p["scored"]:
+                notes.append(f"{p['scored']:,} waits at {load['sessions']} sessions and "
+                             f"{s['pool_tokens'] / 1e6:.0f}M tokens: median predicted/actual "
+                             f"{p['median_ratio']:.2f}, median |ln| {p['median_abs_log_ratio']:.2f}, "
+                             f"{100 * p['returned_within_hold'] / p['scored']:.0f}% back within the hold")
+    text = ("The predictions, scored as each thread came back (median seed): " + "; ".join(notes) + ". In the "
+            "synthetic corpus a wait after a tool call or a final answer is drawn at random around its kind's "
+            "median, so no predictor can do much better than that median: what the oracle adds is each wait's "
+            "draw and each session's end.") if notes else ""
+    if os.path.exists(REAL_TRACES):
+        with open(REAL_TRACES) as f:
+            real = json.load(f)
+        p = real["return_predictions"]
+        own = p["by_basis"].get("own", 0)
+        text += (f" On real traces (`{real['command']}`: `{real['replay']}`, at {real['commit'][:7]} on "
+                 f"{real['date']}; raw results `docs/results/return-predictions.json`), {p['scored']:,} waits: median "
+                 f"predicted/actual {p['median_ratio']:.2f}, median |ln| {p['median_abs_log_ratio']:.2f}, "
+                 f"{100 * p['returned_within_hold'] / p['scored']:.0f}% back within the hold; "
+                 f"{100 * own / p['scored']:.0f}% of them predicted from the session's own earlier waits, which "
+                 "real sessions repeat more closely than the synthetic ones.")
+    return text
+
+
 def render(r):
     seeds = r["settings"]["seeds"]
     before, before_date = wall_clock_reuse()
@@ -104,24 +145,34 @@ def render(r):
             rows += [row(n, size, label, s[name], before.get((n, size, name))) for name, label in ARMS]
             cut = [1 - p / l if l > 0 else 0.0 for p, l in zip(by_seed(s["prefetch"], "restore_critical_total_s").values(),
                                                              by_seed(s["lru"], "restore_critical_total_s").values())]
-            verdicts.append(f"{n} sessions, {size / 1e6:.0f}M tokens: retention hints "
-                            f"**{spread(paired(s['session90'], s['lru']))} points** of reuse with the bound at 0.9 "
-                            f"(TTFT p50 {spread(paired(s['session90'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}), "
-                            f"{spread(paired(s['session'], s['lru']))} at the default 0.5"
-                            f"{without_collapsed(s)}; prefetch "
+            share = share_of_oracle(s, "session", "oracle")
+            verdicts.append(f"{n} sessions, {size / 1e6:.0f}M tokens: predicted hints "
+                            f"**{spread(paired(s['session'], s['lru']))} points** of reuse at the default bound 0.5 "
+                            f"(TTFT p50 {spread(paired(s['session'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}), "
+                            f"{spread(paired(s['session90'], s['lru']))} at 0.9"
+                            f"{without_collapsed(s)}; the oracle "
+                            f"{spread(paired(s['oracle'], s['lru']))} at 0.5 and {spread(paired(s['oracle90'], s['lru']))} "
+                            f"at 0.9, so the predicted hints get "
+                            f"{spread(share, 100, '%', 0) if share else 'nothing measurable'} of the oracle's gain at "
+                            f"0.5; prefetch "
                             f"**{spread([-x for x in cut], 100, '%', 0)}** restore on the critical path (TTFT p50 "
                             f"{spread(paired(s['prefetch'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}, reuse "
                             f"{spread(paired(s['prefetch'], s['lru']))} points)")
     return "\n".join([
-        BEGIN, "## Session-aware retention and restore prefetch (issue 18)", "",
+        BEGIN, "## Session-aware retention and restore prefetch (issues 18 and 44)", "",
         f"Run with `{r['command']}` on {r['date']} ({r['machine']}); raw results `docs/results/session-aware.json`. "
         f"Runs of `{r['settings']['replay']} --seed S` at each load and pool size (the smaller about half the "
         f"working set, the larger the default), one per seed S of {', '.join(map(str, seeds))} and arm. "
-        "*Retention hints* (`--retention session`): after each turn the replay's router retains the session's "
-        "history in the pool (`Client::Retain`, every stage object of its prompt's chunks) for twice its "
-        "recorded wait, expected back when the wait ends, and again when the next turn arrives (for twice the "
-        "idle cap, so that it lasts while the turn queues), expected at once, and releases it when the session "
-        "ends; a subagent's history likewise while it runs. The master keeps "
+        "*Predicted hints* (`--retention session`): after each request the replay's router retains the thread's "
+        "history in the pool (`Client::Retain`, every stage object of its prompt's chunks; a session's main "
+        "thread, or a subagent) until the 90th percentile of the waits it predicts, expected back at their "
+        "median, and again when the next turn arrives (for twice the idle cap, so that it lasts while the turn "
+        "queues), expected at once. The waits are those it has seen so far, never the trace's future "
+        "(`src/replay/return_predictor.h`): the thread's own after the same kind of end (a pending tool call, a "
+        "final answer) once it has three, else every thread's of its kind after such an end, else of its kind; a "
+        "session that ended is held like one that waits, until its hint lapses. *Oracle hints* "
+        "(`--retention oracle`, for comparison only): the same from the trace's recorded wait (held for twice it) "
+        "and a release when the trace ends, which no router knows. The master keeps "
         "retained units over others and evicts the retained unit expected back last first; at most a share of "
         "its units are retained at once (`--max-retained-fraction`: 0.5 by default, which leaves half the pool "
         "plain LRU for clients that send no hints; 0.9 where the router fronts every client, as here), and a "
@@ -138,8 +189,9 @@ def render(r):
         "(`docs/results/session-aware-wall-clock.json`, leases of 500 ms of real time, hints converted at the "
         "run's pace, the reported run of several).", "",
         *rows, "",
-        "Targets (issue 18), at 112 sessions: retention hints ≥ +5 points of reuse at the half-size pool, "
-        "prefetch ≥ 50% less restore on the critical path, no regression at the default size. Measured, the "
+        "Targets (issues 18 and 44), at 112 sessions: predicted hints with default settings ≥ +5 points of reuse "
+        "at the half-size pool and ≥ 60% of the oracle's gain, prefetch ≥ 50% less restore on the critical path, "
+        "no regression at the default size. Measured, the "
         "median and range over the seeds of each arm's difference from LRU on the same seed: "
         + "; ".join(verdicts) + ".", "",
         "Where the plain pool's TTFT p50 runs to a minute or more, prefill is far behind (its planned load is "
@@ -149,8 +201,8 @@ def render(r):
         "Ranked by expected reuse, the pool keeps the queue and gives up the sessions that have just been served "
         "and are furthest from their next turn. With the bound at 0.5 only half the units are ranked that way and "
         "the other half stays LRU. `--prefetch` stays off by default and `--retention` stays `lru` (a router opts "
-        "in). The hints take each session's next recorded wait from the trace, which a real router cannot know "
-        "(issue 44). Where a seed counts few requests, its start points load prefill so far past capacity that "
+        "in). " + prediction_note(r) + " Where a seed counts few requests, its start points load prefill so far "
+        "past capacity that "
         "few requests finish inside the window, after a TTFT longer than the window: the arms' differences "
         "on that seed measure a collapse rather than a cache.",
         END])
