@@ -35,6 +35,7 @@ struct ReplayDriver::Tree {
   std::vector<connector::TokenId> last_prompt;  // the latest main turn's (retention hints)
   std::optional<double> main_end_s;  // when its latest main turn ended (retention hints)
   std::string main_stop;             // and how
+  uint64_t main_wait = 0;            // numbers the main thread's waits (renewals check it)
   // Retention hints: each running subagent's latest prompt, until it is done.
   std::unordered_map<size_t, std::vector<connector::TokenId>> subagent_prompts;
 };
@@ -133,6 +134,7 @@ void ReplayDriver::SendMain(Tree& tree) {
   const size_t turn = tree.next_turn;
   const bool counted = !(tree.warming && turn <= tree.last_uncounted_turn);
   tree.main_timer_done = false;
+  ++tree.main_wait;  // back: the wait is over
   if (options_.retention == ReplayOptions::Retention::kPredicted && tree.main_end_s) {
     predictor_.Observe(MainThread(tree.session_id), false, tree.main_stop, sim_->now() - *tree.main_end_s);
   }
@@ -166,6 +168,20 @@ void ReplayDriver::RetainWaiting(const std::vector<connector::TokenId>& prompt, 
   }
 }
 
+void ReplayDriver::RenewWhenDue(Tree& tree, uint64_t wait, std::shared_ptr<const std::vector<connector::TokenId>> prompt,
+                                double due_in_s, double hold_until_s) {
+  // At least a second apart: a remaining wait's median can be tiny.
+  sim_->AtBackground(sim_->now() + std::max(1.0, due_in_s), [this, t = &tree, wait, prompt = std::move(prompt),
+                                                             hold_until_s] {
+    if (t->main_wait != wait || stop_time_ || sim_->now() >= hold_until_s) return;  // back, or its hint lapsed
+    const auto p = predictor_.PredictRemaining(MainThread(t->session_id), false, t->main_stop,
+                                               sim_->now() - *t->main_end_s);
+    if (!p) return;  // away longer than nearly every wait seen: taken for gone
+    RetainPrompt(*prompt, hold_until_s - sim_->now(), p->expected_s);
+    RenewWhenDue(*t, wait, prompt, p->expected_s, hold_until_s);
+  });
+}
+
 void ReplayDriver::ReleasePrompt(std::vector<connector::TokenId>* prompt) {
   if (options_.retention == ReplayOptions::Retention::kOracle && sink_->uses_pool() && !prompt->empty()) {
     sink_->ReleaseSession(*prompt);  // it ended: first to evict
@@ -189,11 +205,18 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
   }
   tree.main_end_s = sim_->now();
   tree.main_stop = turns[turn].stop_reason;
-  if (turn + 1 >= turns.size()) {
+  ++tree.main_wait;
+  const bool last = turn + 1 >= turns.size();
+  if (options_.retention == ReplayOptions::Retention::kPredicted && options_.arrival_rate <= 0) {
     // A router cannot tell the last turn from any other: only the oracle knows it ended.
-    if (options_.retention == ReplayOptions::Retention::kPredicted) {
-      RetainWaiting(tree.last_prompt, MainThread(tree.session_id), false, tree.main_stop, 0);
+    const ReturnPrediction p = predictor_.Predict(MainThread(tree.session_id), false, tree.main_stop);
+    RetainPrompt(tree.last_prompt, p.hold_s, p.expected_s);
+    if (!tree.last_prompt.empty() && sink_->uses_pool()) {
+      RenewWhenDue(tree, tree.main_wait, std::make_shared<const std::vector<connector::TokenId>>(tree.last_prompt),
+                   p.expected_s, sim_->now() + p.hold_s);
     }
+  }
+  if (last) {
     tree.main_done = true;
     MaybeFinishTree(tree);
     return;
@@ -206,7 +229,7 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
     return;
   }
   const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
-  RetainWaiting(tree.last_prompt, MainThread(tree.session_id), false, tree.main_stop, gap);
+  if (options_.retention == ReplayOptions::Retention::kOracle) RetainPrompt(tree.last_prompt, 2 * gap, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);

@@ -65,7 +65,9 @@ struct ReplayOptions {
   // --speedup 1). With paced arrivals, a waiting session is held for twice the idle cap,
   // expected back after it.
   //   kPredicted: the wait is what ReturnPredictor makes of the waits seen so far (never the
-  //     trace's future); a thread that ended is held like one that waits, until its hint lapses.
+  //     trace's future), and a main thread still away when due is predicted again from the
+  //     time it has been idle; a thread that ended is held like one that waits, until the
+  //     predictor takes it for gone.
   //   kOracle: the recorded wait (capped), held for twice it, and a thread's history released
   //     (first to evict) when the trace says it ended: an upper bound no router can reach.
   //   kLru: no hints (plain LRU). Without a pool, nothing is sent.
@@ -123,6 +125,12 @@ class ReplayDriver final : public TraceDriver {
                      const std::string& stop_reason, double recorded_gap_s);
   // The history's thread ended: the oracle releases it (first to evict); `prompt` is cleared.
   void ReleasePrompt(std::vector<connector::TokenId>* prompt);
+  // Predicted hints: when the main thread of `tree` is due back in `due_in_s` and is still away
+  // then (the same wait), predicts its remaining wait from the time it has been idle and
+  // re-ranks the hint on `prompt` by it (a wait that ran long is likely to run longer), until
+  // the hint lapses at `hold_until_s`. Runs on after the tree ended: a router cannot tell.
+  void RenewWhenDue(Tree& tree, uint64_t wait, std::shared_ptr<const std::vector<connector::TokenId>> prompt,
+                    double due_in_s, double hold_until_s);
   void Record(const engine::RequestRecord& record);
   void MarkLaneWarm(Lane& lane);
   void StopAt(double time);

@@ -91,7 +91,9 @@ TEST(ReplayEndToEndTest, SessionRetentionHintsReachThePool) {
     EXPECT_GT(s->deployment.retention_keys, 0u);
     EXPECT_GT(s->restores, 0);
     EXPECT_EQ(s->return_predictions.has_value(), retention == ReplayOptions::Retention::kPredicted);
-    if (s->return_predictions) EXPECT_GT(s->return_predictions->scored, 0);
+    if (s->return_predictions) {
+      EXPECT_GT(s->return_predictions->scored, 0);
+    }
   }
 }
 

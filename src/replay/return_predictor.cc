@@ -29,21 +29,39 @@ void ReturnPredictor::Remember(std::deque<double>& window, double wait_s) {
   if (window.size() > kWindow) window.pop_front();
 }
 
-ReturnPrediction ReturnPredictor::Predict(uint64_t thread, bool subagent, std::string_view stop_reason) {
-  ThreadWaits& own = threads_[thread];
-  const std::string end(stop_reason);
-  ReturnPrediction p;
-  if (auto it = own.by_end.find(end); it != own.by_end.end() && it->second.size() >= kOwnWaits) {
-    p = FromWaits(it->second, "own");
-  } else if (auto k = pooled_.find(Kind(subagent) + "|" + end); k != pooled_.end() && k->second.size() >= kPooledWaits) {
-    p = FromWaits({k->second.begin(), k->second.end()}, "kind+end");
-  } else if (auto any = pooled_.find(Kind(subagent)); any != pooled_.end() && any->second.size() >= kPooledWaits) {
-    p = FromWaits({any->second.begin(), any->second.end()}, "kind");
-  } else {
-    p = {idle_cap_s_ / 2, idle_cap_s_, "none"};
+std::pair<std::vector<double>, std::string> ReturnPredictor::Basis(uint64_t thread, bool subagent,
+                                                                   const std::string& end, bool own) const {
+  if (auto t = threads_.find(thread); own && t != threads_.end()) {
+    if (auto it = t->second.by_end.find(end); it != t->second.by_end.end() && it->second.size() >= kOwnWaits) {
+      return {it->second, "own"};
+    }
   }
-  own.pending = p;
+  if (auto k = pooled_.find(Kind(subagent) + "|" + end); k != pooled_.end() && k->second.size() >= kPooledWaits) {
+    return {{k->second.begin(), k->second.end()}, "kind+end"};
+  }
+  if (auto any = pooled_.find(Kind(subagent)); any != pooled_.end() && any->second.size() >= kPooledWaits) {
+    return {{any->second.begin(), any->second.end()}, "kind"};
+  }
+  return {{}, "none"};
+}
+
+ReturnPrediction ReturnPredictor::Predict(uint64_t thread, bool subagent, std::string_view stop_reason) {
+  auto [waits, basis] = Basis(thread, subagent, std::string(stop_reason), /*own=*/true);
+  const ReturnPrediction p =
+      waits.empty() ? ReturnPrediction{idle_cap_s_ / 2, idle_cap_s_, "none"} : FromWaits(std::move(waits), basis);
+  threads_[thread].pending = p;
   return p;
+}
+
+std::optional<ReturnPrediction> ReturnPredictor::PredictRemaining(uint64_t thread, bool subagent,
+                                                                  std::string_view stop_reason, double idle_s) const {
+  auto [waits, basis] = Basis(thread, subagent, std::string(stop_reason), /*own=*/false);
+  std::vector<double> longer;
+  for (double w : waits) {
+    if (w > idle_s) longer.push_back(w - idle_s);
+  }
+  if (longer.size() < kStillAway) return std::nullopt;
+  return FromWaits(std::move(longer), basis);
 }
 
 void ReturnPredictor::Observe(uint64_t thread, bool subagent, std::string_view stop_reason, double wait_s) {

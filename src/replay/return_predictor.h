@@ -10,9 +10,12 @@
 //   3. the waits of every thread of the same kind, whatever the end, likewise;
 //   4. otherwise nothing is known yet: back within the idle cap, expected half way.
 // The prediction is the median of the chosen waits (when it is expected back) and their
-// kHoldQuantile quantile (how long a hint holds it: a session later than that is treated as
-// gone, and its history as any other). A thread that ended is never told apart from one
-// that waits: nothing a router sees says which.
+// kHoldQuantile quantile (how long a hint holds it). A thread still away when it was expected
+// is predicted again from the time it has been idle (PredictRemaining: of its kind's waits after
+// such an end, those longer than that, less it): a wait that has run long is likely to run longer, and should not
+// be ranked as if due. Once fewer than kStillAway of them are that long, it is treated as gone
+// and its history as any other. A thread that ended is never told apart from one that waits:
+// nothing a router sees says which.
 //
 // Each observed wait also scores the prediction made for it (error: log of predicted over
 // actual expected time; and whether it came back within the hold).
@@ -26,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kvpool::replay {
@@ -53,6 +57,7 @@ class ReturnPredictor {
   static constexpr size_t kPooledWaits = 20;
   static constexpr size_t kWindow = 4096;
   static constexpr double kHoldQuantile = 0.9;
+  static constexpr size_t kStillAway = 5;
 
   // `idle_cap_s`: the longest wait there is (the replay caps every wait at it).
   explicit ReturnPredictor(double idle_cap_s) : idle_cap_s_(idle_cap_s) {}
@@ -60,6 +65,11 @@ class ReturnPredictor {
   // Thread `thread` (of kind `subagent` or main) finished a request that ended with
   // `stop_reason`: the prediction for its wait, remembered to be scored when it comes back.
   ReturnPrediction Predict(uint64_t thread, bool subagent, std::string_view stop_reason);
+  // The same thread, idle for `idle_s` since that request: its remaining wait, from the waits of
+  // its kind after such an end (a thread's own are too few to tell a long tail) longer than
+  // `idle_s`; none when too few were (it is treated as gone).
+  std::optional<ReturnPrediction> PredictRemaining(uint64_t thread, bool subagent, std::string_view stop_reason,
+                                                   double idle_s) const;
   // Thread `thread` came back `wait_s` after its last request, which ended with `stop_reason`.
   void Observe(uint64_t thread, bool subagent, std::string_view stop_reason, double wait_s);
   // The thread is gone (its tree finished): forget it.
@@ -73,6 +83,10 @@ class ReturnPredictor {
     std::optional<ReturnPrediction> pending;  // made for the wait now going on
   };
   static ReturnPrediction FromWaits(std::vector<double> waits, std::string basis);
+  // The waits a prediction for such a thread and end is made from, and their basis; empty
+  // (basis "none") when too few are known. `own`: the thread's own may be the basis.
+  std::pair<std::vector<double>, std::string> Basis(uint64_t thread, bool subagent, const std::string& end,
+                                                    bool own) const;
   static void Remember(std::deque<double>& window, double wait_s);
 
   const double idle_cap_s_;

@@ -59,5 +59,16 @@ TEST(ReturnPredictorTest, ScoresEachPredictionWhenTheThreadComesBack) {
   EXPECT_NEAR(s.median_abs_log_ratio, std::log(2.0), 1e-9);
 }
 
+// A wait that ran past its expected time is predicted again from the waits that ran longer.
+TEST(ReturnPredictorTest, AThreadStillAwayIsExpectedLaterAndAtLastTakenForGone) {
+  ReturnPredictor p(300);
+  for (uint64_t t = 0; t < 100; ++t) p.Observe(t, false, "tool_use", static_cast<double>(t + 1));  // 1..100 s
+  EXPECT_DOUBLE_EQ(p.Predict(500, false, "tool_use").expected_s, 51);
+  const auto later = p.PredictRemaining(500, false, "tool_use", 60);  // 61..100 s: 1..40 s to go
+  ASSERT_TRUE(later.has_value());
+  EXPECT_DOUBLE_EQ(later->expected_s, 21);
+  EXPECT_FALSE(p.PredictRemaining(500, false, "tool_use", 96).has_value());  // four waits were longer
+}
+
 }  // namespace
 }  // namespace kvpool::replay
