@@ -10,8 +10,10 @@ The results record the commit of the code they were measured on and the date
 a code file (CODE) in one of its folders, or one of its files named outright, changed; `DIR/**`
 counts every file under DIR (data a benchmark reads). Tests beside the code in src/ (`*_test.*`,
 `test_*`) are not what a benchmark measures and do not count. A change the manifest lists under
-"same_measurement" (a file's content at the measured commit, and now) was reviewed as not changing
-what is measured (a script that only records more about its run).
+"same_measurement" (a file's content at the measured commit, null where it did not exist yet, and
+now) was reviewed as not changing what is measured (a script that only records more about its run,
+code that only runs with an option the section's runs do not give); a folder counts as changed
+while any of its changed files is not so reviewed.
 
 Each section carries one stamp line, first after its heading, its marker at the end:
     *Measured at `abc1234`, 2026-12-02.* **Stale:** src/master changed since; ... <!-- freshness:ID -->
@@ -207,7 +209,7 @@ class Freshness:
         out = []
         for e in entries:
             hits = [p for p in changed if counts(e, p)]
-            if hits == [e] and (e, self.git.blob(base, e), self.git.blob(WORKTREE, e)) in self.reviewed:
+            if hits and all((p, self.git.blob(base, p), self.git.blob(WORKTREE, p)) in self.reviewed for p in hits):
                 continue
             if hits:
                 out.append(e)
