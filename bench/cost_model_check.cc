@@ -91,7 +91,9 @@ class Emulator {
     o.cost = cost;
     o.run_salt = with_pool ? "pool" : "recompute";
     if (with_pool) {
-      auto pool = embedded::EmbeddedPool::Start({.memory_bytes = geometry.pool_bytes() + (64 << 20)});
+      embedded::EmbeddedPoolOptions pool_options;
+      pool_options.memory_bytes = geometry.pool_bytes() + (64 << 20);
+      auto pool = embedded::EmbeddedPool::Start(pool_options);
       CHECK_OK(pool.status());
       pool_ = std::move(pool).value();
       client::ClientOptions co;
