@@ -229,14 +229,20 @@ def render_pool(r):
     return "\n".join(out)
 
 
+def load_output(out_dir, name):
+    """One JSON document of a gpu-real-model.sh output folder, or None when the run wrote none."""
+    path = os.path.join(out_dir, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
 def collect(out_dir, commit):
     """docs/results/real-model-pool.json from scripts/gpu-real-model.sh's output folder."""
-    def load(name):
-        with open(os.path.join(out_dir, name)) as f:
-            return json.load(f)
-    modes = [load(n) for n in ("real-model-pool.json", "real-model-pool-deterministic.json")
-             if os.path.exists(os.path.join(out_dir, n))]
-    turns = load("real-model-turns.json")
+    modes = [m for m in (load_output(out_dir, n) for n in ("real-model-pool.json", "real-model-pool-deterministic.json"))
+             if m]
+    turns = load_output(out_dir, "real-model-turns.json")
     doc = {"command": "scripts/gpu-real-model.sh", "date": modes[0]["date"], "machine": modes[0]["machine"],
            "commit": commit, "modes": modes, "turns": turns}
     with open(POOL_RESULTS, "w") as f:
@@ -246,17 +252,11 @@ def collect(out_dir, commit):
 def collect_lower_right(out_dir, commit):
     """docs/results/real-model-lower-right.json from a gpu-real-model.sh output folder of
     STEPS="turns-lower-right pool-lower-right turns": the lower-right runs and the sdpa turns beside them."""
-    def load(name):
-        path = os.path.join(out_dir, name)
-        if not os.path.exists(path):
-            return None
-        with open(path) as f:
-            return json.load(f)
-    turns = load("real-model-turns-lower-right.json")
-    mode = load("real-model-pool-lower-right.json")
+    turns = load_output(out_dir, "real-model-turns-lower-right.json")
+    mode = load_output(out_dir, "real-model-pool-lower-right.json")
     doc = {"command": "scripts/gpu-real-model.sh", "date": turns["date"], "machine": turns["machine"],
            "commit": commit, "modes": [mode] if mode else [], "turns": turns,
-           "turns_sdpa": load("real-model-turns.json")}
+           "turns_sdpa": load_output(out_dir, "real-model-turns.json")}
     with open(LR_RESULTS, "w") as f:
         json.dump(doc, f, indent=1)
 

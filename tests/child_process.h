@@ -19,18 +19,18 @@ namespace kvpool::testing {
 
 class ChildProcess {
  public:
-  ChildProcess(std::vector<std::string> argv, std::string log_path, const std::string& stderr_path = "")
-      : log_path_(std::move(log_path)) {
+  ChildProcess(std::vector<std::string> argv, std::string log_path, std::string stderr_path = "")
+      : log_path_(std::move(log_path)), stderr_path_(std::move(stderr_path)) {
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (stderr_path.empty()) {
+    if (stderr_path_.empty()) {
       posix_spawn_file_actions_adddup2(&actions, 1, 2);
     } else {
-      posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      posix_spawn_file_actions_addopen(&actions, 2, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -71,15 +71,21 @@ class ChildProcess {
     return -1;
   }
 
-  std::string Log() const {
-    std::ifstream in(log_path_);
+  // What it wrote: stdout and stderr, or stdout alone when stderr has a file of its own.
+  std::string Log() const { return ReadWhole(log_path_); }
+  // What it wrote on stderr, when it has a file of its own.
+  std::string ErrorLog() const { return ReadWhole(stderr_path_); }
+
+ private:
+  static std::string ReadWhole(const std::string& path) {
+    std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
   }
 
- private:
   std::string log_path_;
+  std::string stderr_path_;
   pid_t pid_ = -1;
 };
 

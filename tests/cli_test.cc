@@ -18,13 +18,6 @@ struct CliRun {
   std::string stdout_text;
 };
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs `kvpool ARGS...` to completion and returns its exit code and output. The 120 s limit
 // only guards against a hang: a replay under ASan on a loaded 2-core machine takes 30 s.
 CliRun Kvpool(std::vector<std::string> args) {
@@ -32,8 +25,8 @@ CliRun Kvpool(std::vector<std::string> args) {
   const auto log = std::filesystem::temp_directory_path() / ("kvpool-cli-" + std::to_string(getpid()));
   ChildProcess p(args, log.string() + ".out", log.string() + ".err");
   const int status = p.Wait(std::chrono::seconds(120));
-  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", ReadFile(log.string() + ".out")};
-  r.output = r.stdout_text + ReadFile(log.string() + ".err");
+  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", p.Log()};
+  r.output = r.stdout_text + p.ErrorLog();
   std::filesystem::remove(log.string() + ".out");
   std::filesystem::remove(log.string() + ".err");
   return r;

@@ -154,18 +154,22 @@ void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, d
   sink_->RetainSession(prompt, ttl, reuse_in);
 }
 
-void ReplayDriver::RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread, bool subagent,
-                                 const std::string& stop_reason, double recorded_gap_s) {
+std::optional<ReturnPrediction> ReplayDriver::RetainWaiting(const std::vector<connector::TokenId>& prompt,
+                                                            uint64_t thread, bool subagent,
+                                                            const std::string& stop_reason, double recorded_gap_s) {
   switch (options_.retention) {
     case ReplayOptions::Retention::kLru:
-      return;
+      return std::nullopt;
     case ReplayOptions::Retention::kOracle:
-      return RetainPrompt(prompt, 2 * recorded_gap_s, recorded_gap_s);
+      RetainPrompt(prompt, 2 * recorded_gap_s, recorded_gap_s);
+      return std::nullopt;
     case ReplayOptions::Retention::kPredicted: {
       const ReturnPrediction p = predictor_.Predict(thread, subagent, stop_reason);
-      return RetainPrompt(prompt, p.hold_s, p.expected_s);
+      RetainPrompt(prompt, p.hold_s, p.expected_s);
+      return p;
     }
   }
+  return std::nullopt;
 }
 
 void ReplayDriver::RenewWhenDue(Tree& tree, uint64_t wait, std::shared_ptr<const std::vector<connector::TokenId>> prompt,
@@ -207,13 +211,14 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
   tree.main_stop = turns[turn].stop_reason;
   ++tree.main_wait;
   const bool last = turn + 1 >= turns.size();
-  if (options_.retention == ReplayOptions::Retention::kPredicted && options_.arrival_rate <= 0) {
-    // A router cannot tell the last turn from any other: only the oracle knows it ended.
-    const ReturnPrediction p = predictor_.Predict(MainThread(tree.session_id), false, tree.main_stop);
-    RetainPrompt(tree.last_prompt, p.hold_s, p.expected_s);
-    if (!tree.last_prompt.empty() && sink_->uses_pool()) {
+  const double gap = last ? 0 : CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
+  // With paced arrivals the next arrival decides when (below). A router cannot tell the last
+  // turn from any other: only the oracle knows it ended, and hints nothing then.
+  if (options_.arrival_rate <= 0 && (!last || options_.retention == ReplayOptions::Retention::kPredicted)) {
+    const auto p = RetainWaiting(tree.last_prompt, MainThread(tree.session_id), false, tree.main_stop, gap);
+    if (p && !tree.last_prompt.empty() && sink_->uses_pool()) {
       RenewWhenDue(tree, tree.main_wait, std::make_shared<const std::vector<connector::TokenId>>(tree.last_prompt),
-                   p.expected_s, sim_->now() + p.hold_s);
+                   p->expected_s, sim_->now() + p->hold_s);
     }
   }
   if (last) {
@@ -228,8 +233,6 @@ void ReplayDriver::OnMainDone(Tree& tree, size_t turn, const engine::RequestReco
     TrySendMain(tree);
     return;
   }
-  const double gap = CappedGap(turns[turn + 1].start_time_s, turns[turn].end_time_s());
-  if (options_.retention == ReplayOptions::Retention::kOracle) RetainPrompt(tree.last_prompt, 2 * gap, gap);
   sim_->After(gap, [this, t = &tree] {
     t->main_timer_done = true;
     TrySendMain(*t);

@@ -120,9 +120,10 @@ class ReplayDriver final : public TraceDriver {
   // `reuse_in_s` (0: a turn of it is queued); no-op without hints.
   void RetainPrompt(const std::vector<connector::TokenId>& prompt, double hold_s, double reuse_in_s);
   // Thread `thread`'s request ended with `stop_reason`, its next one due in `recorded_gap_s`
-  // (what the trace says: only the oracle reads it): retains its history until then.
-  void RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread, bool subagent,
-                     const std::string& stop_reason, double recorded_gap_s);
+  // (what the trace says: only the oracle reads it): retains its history until then. Returns
+  // the prediction the predicted hints made.
+  std::optional<ReturnPrediction> RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread,
+                                                bool subagent, const std::string& stop_reason, double recorded_gap_s);
   // The history's thread ended: the oracle releases it (first to evict); `prompt` is cleared.
   void ReleasePrompt(std::vector<connector::TokenId>* prompt);
   // Predicted hints: when the main thread of `tree` is due back in `due_in_s` and is still away
