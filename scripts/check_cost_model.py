@@ -47,16 +47,24 @@ def pairs(start, n):
     return ((start + n) ** 2 - start ** 2) / 2
 
 
-def fit_prefill(rows):
-    """(overhead, per_token, per_pair) from the probe rows, least squares on relative error."""
-    obs = []
+def probe_points(rows):
+    """(tokens computed, pairs, seconds, continues a cache) of every probe row: the history's
+    prefill from nothing and the new turn's on the restored history."""
+    points = []
     for x in rows:
         if "error" in x:
             continue
         h, m = x["history_tokens"], x["new_tokens"]
-        obs.append((h, pairs(0, h), x["prefill_s"]))
-        obs.append((m, pairs(h, m), x["turn_on_restored_s"]))
-    a = np.array([[1 / t, n / t, p / t] for n, p, t in obs])
+        points.append((h, pairs(0, h), x["prefill_s"], False))
+        points.append((m, pairs(h, m), x["turn_on_restored_s"], True))
+    return points
+
+
+def fit_prefill(rows):
+    """(overhead, per_token, per_pair) from the probe rows, least squares on relative error, and
+    the points fitted."""
+    obs = probe_points(rows)
+    a = np.array([[1 / t, n / t, p / t] for n, p, t, _ in obs])
     coef, *_ = np.linalg.lstsq(a, np.ones(len(obs)), rcond=None)
     if coef[0] < 0:  # no negative overhead: refit without it
         c, *_ = np.linalg.lstsq(a[:, 1:], np.ones(len(obs)), rcond=None)
@@ -68,14 +76,9 @@ def fit_split_pairs(rows):
     """(overhead, per_token, per_pair from nothing, per_pair continuing a cache, worst relative
     error): the same rows with a pair's cost free to differ between a forward from nothing and one
     that continues a cache (another attention kernel may run there)."""
-    a, t = [], []
-    for x in rows:
-        if "error" in x:
-            continue
-        h, m = x["history_tokens"], x["new_tokens"]
-        a += [[1, h, pairs(0, h), 0], [1, m, 0, pairs(h, m)]]
-        t += [x["prefill_s"], x["turn_on_restored_s"]]
-    a, t = np.array(a), np.array(t)
+    points = probe_points(rows)
+    a = np.array([[1, n, 0 if cached else p, p if cached else 0] for n, p, _, cached in points])
+    t = np.array([seconds for _, _, seconds, _ in points])
     coef, *_ = np.linalg.lstsq(a / t[:, None], np.ones(len(t)), rcond=None)
     return [float(c) for c in coef] + [float(np.max(np.abs(a @ coef / t - 1)))]
 
@@ -118,7 +121,8 @@ def check_run(binary, label, path, mode_key, turns_key):
                      "measured_ttft_pool_s": measured["ttft_pool_s"], "emulated_ttft_pool_s": emu["pool"]["ttft_s"],
                      "measured_ttft_recompute_s": measured["ttft_recompute_s"],
                      "emulated_ttft_recompute_s": emu["recompute"]["ttft_s"]})
-    fit_err = [(o + a * n + b * p) / t - 1 for n, p, t in obs for o, a, b in [prefill]]
+    o, a, b = prefill
+    fit_err = [(o + a * n + b * p) / t - 1 for n, p, t, _ in obs]
     return {"label": label, "results": f"docs/results/{path}", "measured_commit": doc.get("commit"),
             "measured_date": doc.get("date"), "machine": doc.get("machine"),
             "probe_command": mode["command"], "turns_command": turns["command"],
