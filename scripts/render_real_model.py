@@ -14,7 +14,7 @@ usage: render_real_model.py                        (rewrites the three sections)
        render_real_model.py --collect OUT COMMIT   (first writes docs/results/real-model-pool.json from
                                                     a gpu-real-model.sh output folder measured at COMMIT)
        render_real_model.py --collect-lower-right OUT COMMIT   (likewise real-model-lower-right.json, from
-                                                    its STEPS="turns-lower-right pool-lower-right turns")
+                                                    its STEPS="pool-lower-right turns-lower-right pool turns")
 """
 import json
 import os
@@ -251,11 +251,12 @@ def collect(out_dir, commit):
 
 def collect_lower_right(out_dir, commit):
     """docs/results/real-model-lower-right.json from a gpu-real-model.sh output folder of
-    STEPS="turns-lower-right pool-lower-right turns": the lower-right runs and the sdpa turns beside them."""
+    STEPS="pool-lower-right turns-lower-right pool turns": the lower-right runs and the sdpa runs beside them."""
     turns = load_output(out_dir, "real-model-turns-lower-right.json")
     mode = load_output(out_dir, "real-model-pool-lower-right.json")
     doc = {"command": "scripts/gpu-real-model.sh", "date": turns["date"], "machine": turns["machine"],
            "commit": commit, "modes": [mode] if mode else [], "turns": turns,
+           "pool_sdpa": load_output(out_dir, "real-model-pool.json"),
            "turns_sdpa": load_output(out_dir, "real-model-turns.json")}
     with open(LR_RESULTS, "w") as f:
         json.dump(doc, f, indent=1)
@@ -272,6 +273,15 @@ def render_lower_right(r):
            "(`is_causal`)."]
     for mode in r["modes"]:
         out += ["", f"Restore versus recompute (`{mode['command']}`):", "", *pool_table(mode)]
+    sdpa_pool = r.get("pool_sdpa")
+    if sdpa_pool and r["modes"]:
+        sdpa_rows = {x["history_tokens"]: x for x in sdpa_pool["rows"] if "error" not in x}
+        pairs = [(x, sdpa_rows[x["history_tokens"]]) for x in r["modes"][0]["rows"]
+                 if "error" not in x and x["history_tokens"] in sdpa_rows]
+        out += ["", f"The turn of {pairs[0][0]['new_tokens']:,} tokens on the restored cache, against transformers' "
+                f"sdpa in the same run (`{sdpa_pool['command']}`): " +
+                "; ".join(f"{x['history_tokens'] // 1024}K {1000 * x['turn_on_restored_s']:,.0f} ms against "
+                          f"{1000 * s['turn_on_restored_s']:,.0f} ms" for x, s in pairs) + "."] if pairs else []
     rows, summary = turns_section(t, "")
     out += ["", f"Real sessions turn by turn with it (`{t['command']}`):", "", *rows, "", summary]
     if sdpa:

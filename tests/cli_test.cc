@@ -73,6 +73,13 @@ TEST(Cli, RejectsBadArgumentsWithTheReason) {
   r = Kvpool({"replay", "--synth", "4", "--ssd-dir", "/no/such/folder"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("/no/such/folder"), std::string::npos) << r.output;
+  // A prefill cost is three positive numbers.
+  r = Kvpool({"replay", "--synth", "4", "--prefill-cost", "0.015,12e-6"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("OVERHEAD_S,S_PER_TOKEN,S_PER_PAIR"), std::string::npos) << r.output;
+  r = Kvpool({"replay", "--synth", "4", "--prefill-cost", "0.015,-1,1e-10"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'-1' is not a positive number"), std::string::npos) << r.output;
 }
 
 TEST(Cli, UnreachableMasterIsAClearErrorNotAHang) {

@@ -78,6 +78,7 @@ struct ReplayFlags {
   std::string arrival;  // "": open for Mooncake traces, closed otherwise
   double rate_scale = 1;
   std::string rates;  // --arrival poisson: requests/s, a comma list sweeps
+  std::string prefill_cost;  // "": the published calibration's
   std::string prefill = "pp4";
   uint32_t max_batched_tokens = 0;  // 0: 8,192 for pp4, 16,384 for tp4
   double admission_wait_s = 900;
@@ -188,6 +189,22 @@ int RunReplayCommand(const ReplayFlags& f) {
       return 2;
     }
     rates = std::move(parsed).value();
+  }
+
+  engine::CostModelParams cost = engine::CostModelParams::Published();
+  cost.ssd_read_bytes_per_s_per_gpu = f.ssd_gbps * 1e9;
+  if (!f.prefill_cost.empty()) {
+    auto parsed = ParsePositiveList<double>(f.prefill_cost, "--prefill-cost", " of seconds", "cost");
+    if (parsed.ok() && parsed->size() != 3) {
+      parsed = InvalidArgument("--prefill-cost: give three numbers, OVERHEAD_S,S_PER_TOKEN,S_PER_PAIR");
+    }
+    if (!parsed.ok()) {
+      fmt::print(stderr, "kvpool replay: {}\n", parsed.status().message());
+      return 2;
+    }
+    cost.prefill_iteration_overhead_s = (*parsed)[0];
+    cost.prefill_s_per_token = (*parsed)[1];
+    cost.prefill_s_per_attention_pair = (*parsed)[2];
   }
 
   const auto named_pool = ResolvePool(f.pool);
@@ -312,7 +329,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.ssd_tokens = f.ssd_tokens;
       o.max_retained_fraction = f.max_retained_fraction;
       o.ssd_dir = f.ssd_dir;
-      o.cost.ssd_read_bytes_per_s_per_gpu = f.ssd_gbps * 1e9;
+      o.cost = cost;
       o.metrics_listen = f.metrics_listen;
       o.metrics_file = f.metrics_file;
       o.replay.seed = f.seed;
@@ -471,6 +488,10 @@ void AddReplayCommand(CLI::App& app) {
                   "emulated: GB/s at which one stage GPU's restore reads chunks found on the SSD tier")
       ->check(CLI::Range(0.01, 1000.0))
       ->capture_default_str();
+  cmd->add_option("--prefill-cost", f.prefill_cost,
+                  "emulated: OVERHEAD_S,S_PER_TOKEN,S_PER_PAIR of a prefill micro-batch on the busiest stage, "
+                  "instead of the published calibration's (src/engine/cost_model.cc; docs/benchmarks.md's cost-model "
+                  "check derives a set from the real model's)");
   cmd->add_option("--ssd-dir", f.ssd_dir, "folder for the embedded pool's SSD tier files (default: its temporary folder)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--metrics-listen", f.metrics_listen,

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The published deployment replayed with the prefill curve scaled from the real model (issue 43:
+# docs/results/cost-model-check.json's published_scaling, from scripts/check_cost_model.py) beside
+# the calibration's, in one run: the single server at 56-112 sessions and the four-server cluster
+# (shared pool) at 96. Emulated times; the replay is deterministic per seed.
+# Writes docs/results/cost-refit.json and renders its section of docs/benchmarks.md.
+#
+#   scripts/bench-cost-refit.sh
+#   SESSIONS=56 CLUSTER_SESSIONS= scripts/bench-cost-refit.sh     # a quick one, no cluster
+# Env: BUILD (default build), OUT (default bench-results/cost-refit), SESSIONS, CLUSTER_SESSIONS, SEED.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-bench-results/cost-refit}
+SESSIONS=${SESSIONS:-56,72,96,112}
+CLUSTER_SESSIONS=${CLUSTER_SESSIONS-96}
+SEED=${SEED:-1}
+KVPOOL="$BUILD/src/cli/kvpool"
+[ -x "$KVPOOL" ] || { echo "bench-cost-refit: $KVPOOL not built (cmake --build $BUILD --target kvpool)" >&2; exit 1; }
+scaled=$(/usr/bin/python3 -c 'import json, sys
+s = json.load(open("docs/results/cost-model-check.json")).get("published_scaling")
+sys.exit("bench-cost-refit: no published_scaling in docs/results/cost-model-check.json") if not s else print(s["prefill_cost_flag"])')
+mkdir -p "$OUT"
+single="replay --synth 393 --seed $SEED --sessions $SESSIONS --duration 600 --mode pool"
+cluster="replay --synth 393 --seed $SEED --topology 4x8-6p2d --sessions $CLUSTER_SESSIONS --duration 900 --warmup 3 --mode pool --pool-scope shared"
+files=()
+for cost in calibration scaled; do
+  extra=()
+  [ "$cost" = scaled ] && extra=(--prefill-cost "$scaled")
+  # shellcheck disable=SC2086  # the commands above are word lists
+  "$KVPOOL" --log-level warn $single "${extra[@]}" --json "$OUT/single-$cost.json" > "$OUT/single-$cost.txt"
+  files+=("single-$cost")
+  if [ -n "$CLUSTER_SESSIONS" ]; then
+    # shellcheck disable=SC2086
+    "$KVPOOL" --log-level warn $cluster "${extra[@]}" --json "$OUT/cluster-$cost.json" > "$OUT/cluster-$cost.txt"
+    files+=("cluster-$cost")
+  fi
+done
+/usr/bin/python3 - "$OUT" "${files[@]}" <<'EOF'
+import json, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+runs = []
+for name in names:
+    with open(os.path.join(out, name + ".json")) as f:
+        for run in json.load(f)["runs"]:
+            run["cost"] = name.split("-", 1)[1]
+            runs.append(run)
+with open("docs/results/cost-refit.json", "w") as f:
+    json.dump({"runs": runs}, f, indent=1)
+EOF
+/usr/bin/python3 scripts/bench_machine.py stamp docs/results/cost-refit.json \
+  --command "scripts/bench-cost-refit.sh (kvpool $single; kvpool $cluster; each as is and with --prefill-cost $scaled)"
+/usr/bin/python3 scripts/check_cost_model.py --render-only
+echo "bench-cost-refit: results in $OUT; wrote docs/results/cost-refit.json and docs/benchmarks.md"
