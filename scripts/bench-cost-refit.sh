@@ -2,7 +2,9 @@
 # The published deployment replayed with the prefill curve scaled from the real model (issue 43:
 # docs/results/cost-model-check.json's published_scaling, from scripts/check_cost_model.py) beside
 # the calibration's, in one run: the single server at 56-112 sessions and the four-server cluster
-# (shared pool) at 96. Emulated times; the replay is deterministic per seed.
+# (shared pool) at 96, each with three prefill curves: the calibration's (calibration), both terms
+# scaled (scaled), the linear term scaled and the calibration's attention (scaled-linear).
+# Emulated times; the replay is deterministic per seed.
 # Writes docs/results/cost-refit.json and renders its section of docs/benchmarks.md.
 #
 #   scripts/bench-cost-refit.sh
@@ -17,16 +19,21 @@ CLUSTER_SESSIONS=${CLUSTER_SESSIONS-96}
 SEED=${SEED:-1}
 KVPOOL="$BUILD/src/cli/kvpool"
 [ -x "$KVPOOL" ] || { echo "bench-cost-refit: $KVPOOL not built (cmake --build $BUILD --target kvpool)" >&2; exit 1; }
-scaled=$(/usr/bin/python3 -c 'import json, sys
+flag() {  # flag KEY: published_scaling[KEY] of docs/results/cost-model-check.json
+  /usr/bin/python3 -c 'import json, sys
 s = json.load(open("docs/results/cost-model-check.json")).get("published_scaling")
-sys.exit("bench-cost-refit: no published_scaling in docs/results/cost-model-check.json") if not s else print(s["prefill_cost_flag"])')
+sys.exit("bench-cost-refit: no published_scaling in docs/results/cost-model-check.json") if not s else print(s[sys.argv[1]])' "$1"
+}
+scaled=$(flag prefill_cost_flag)
+scaled_linear=$(flag prefill_cost_flag_linear)
 mkdir -p "$OUT"
 single="replay --synth 393 --seed $SEED --sessions $SESSIONS --duration 600 --mode pool"
 cluster="replay --synth 393 --seed $SEED --topology 4x8-6p2d --sessions $CLUSTER_SESSIONS --duration 900 --warmup 3 --mode pool --pool-scope shared"
 files=()
-for cost in calibration scaled; do
+for cost in calibration scaled scaled-linear; do
   extra=()
   [ "$cost" = scaled ] && extra=(--prefill-cost "$scaled")
+  [ "$cost" = scaled-linear ] && extra=(--prefill-cost "$scaled_linear")
   # shellcheck disable=SC2086  # the commands above are word lists
   "$KVPOOL" --log-level warn $single "${extra[@]}" --json "$OUT/single-$cost.json" > "$OUT/single-$cost.txt"
   files+=("single-$cost")
@@ -49,6 +56,6 @@ with open("docs/results/cost-refit.json", "w") as f:
     json.dump({"runs": runs}, f, indent=1)
 EOF
 /usr/bin/python3 scripts/bench_machine.py stamp docs/results/cost-refit.json \
-  --command "scripts/bench-cost-refit.sh (kvpool $single; kvpool $cluster; each as is and with --prefill-cost $scaled)"
+  --command "scripts/bench-cost-refit.sh (kvpool $single; kvpool $cluster; each as is, with --prefill-cost $scaled and with --prefill-cost $scaled_linear)"
 /usr/bin/python3 scripts/check_cost_model.py --render-only
 echo "bench-cost-refit: results in $OUT; wrote docs/results/cost-refit.json and docs/benchmarks.md"
