@@ -194,6 +194,18 @@ def replay_section(data):
       f"{pct(nopool['token_sources']['reuse_of_ceiling'])} without it (TTFT p90 {pool['ttft_s']['p90']:.2f} s vs "
       f"{nopool['ttft_s']['p90']:.2f} s, emulated).")
     w("")
+    reasons = [r for r in runs if r["mode"] == "pool" and r.get("miss_reasons", {}).get("lookups")]
+    if reasons:
+        def shares(m):
+            return ", ".join(f"{label} {pct(m[key] / m['lookups'])}" for key, label in (
+                ("never_stored", "never stored"), ("evicted", "evicted"), ("pending", "being saved"),
+                ("partial_stages", "some stages only"), ("key_mismatch", "another namespace")))
+        w("Why lookups stopped short of the whole prompt (`miss_reasons`, whole run, warm-up included; a lookup that "
+          "found every chunk counts in none): " + "; ".join(
+              f"at {r['sessions']} sessions, of {r['miss_reasons']['lookups']:,} lookups: {shares(r['miss_reasons'])}"
+              for r in reasons) + ". *Never stored* is mostly each turn's new tokens, which no lookup can find; "
+          "*evicted* is what a bigger pool or better retention would have kept.")
+        w("")
     return out
 
 

@@ -172,7 +172,7 @@ void AddObjectCommands(CLI::App& app) {
       return nlohmann::json{{"objects", p.objects},         {"used_bytes", p.used_bytes},
                             {"capacity_bytes", p.capacity_bytes}, {"evicted_objects", p.evicted_objects},
                             {"evicted_bytes", p.evicted_bytes}, {"hits", p.hits},
-                            {"misses", p.misses}};
+                            {"misses", p.misses}, {"misses_evicted", p.misses_evicted}};
     };
     if (json) {
       nlohmann::json j = counters(*s);
@@ -196,9 +196,9 @@ void AddObjectCommands(CLI::App& app) {
       return;
     }
     const auto line = [](const client::PoolCounters& p) {
-      return fmt::format("{} objects, {} of {} used, {} evicted ({}), hits {} misses {}", p.objects,
-                         FormatByteSize(p.used_bytes), FormatByteSize(p.capacity_bytes), p.evicted_objects,
-                         FormatByteSize(p.evicted_bytes), p.hits, p.misses);
+      return fmt::format("{} objects, {} of {} used, {} evicted ({}), hits {} misses {} ({} of keys evicted)",
+                         p.objects, FormatByteSize(p.used_bytes), FormatByteSize(p.capacity_bytes), p.evicted_objects,
+                         FormatByteSize(p.evicted_bytes), p.hits, p.misses, p.misses_evicted);
     };
     fmt::print("pool: {}{}\n", s->parts.size() > 1 ? fmt::format("{} parts, ", s->parts.size()) : "", line(*s));
     for (const auto& part : s->parts) {

@@ -50,8 +50,10 @@ std::string Frame(const client::PoolStats& now, const std::optional<client::Pool
                                 now.segments.size() == 1 ? "" : "s", FormatByteSize(now.used_bytes),
                                 FormatByteSize(now.capacity_bytes), Percent(now.used_bytes, now.capacity_bytes),
                                 now.objects);
-  out += fmt::format("{:<5} {:<22} {:>5} {:>7} {:>10} {:>11} {:>9} {:>8} {:>11}\n", "part", "master", "term", "fill",
-                     "objects", "lookups/s", "hits/s", "hit rate", "evictions/s");
+  // "missed evicted": of the interval's misses, those of keys the master evicted (the rest were
+  // never stored, removed or pending: a key or namespace mismatch shows up there).
+  out += fmt::format("{:<5} {:<22} {:>5} {:>7} {:>10} {:>11} {:>9} {:>8} {:>11} {:>14}\n", "part", "master", "term",
+                     "fill", "objects", "lookups/s", "hits/s", "hit rate", "evictions/s", "missed evicted");
   for (const auto& p : now.parts) {
     if (!p.status.ok()) {
       out += fmt::format("{:<5} {:<22} UNREACHABLE: {}\n", p.part, p.master_address, p.status.ToString());
@@ -59,12 +61,13 @@ std::string Frame(const client::PoolStats& now, const std::optional<client::Pool
     }
     const auto it = earlier.find(p.part);
     const client::PartStats* b = it == earlier.end() || !it->second->status.ok() ? nullptr : it->second;
-    std::string rates = fmt::format("{:>11} {:>9} {:>8} {:>11}", "-", "-", "-", "-");
+    std::string rates = fmt::format("{:>11} {:>9} {:>8} {:>11} {:>14}", "-", "-", "-", "-", "-");
     if (b != nullptr) {
       const uint64_t hits = p.hits - std::min(p.hits, b->hits), misses = p.misses - std::min(p.misses, b->misses);
-      rates = fmt::format("{:>11.0f} {:>9.0f} {:>8} {:>11.0f}", per_second(p.hits + p.misses, b->hits + b->misses),
+      const uint64_t evicted = p.misses_evicted - std::min(p.misses_evicted, b->misses_evicted);
+      rates = fmt::format("{:>11.0f} {:>9.0f} {:>8} {:>11.0f} {:>14}", per_second(p.hits + p.misses, b->hits + b->misses),
                           per_second(p.hits, b->hits), Percent(hits, hits + misses),
-                          per_second(p.evicted_objects, b->evicted_objects));
+                          per_second(p.evicted_objects, b->evicted_objects), Percent(evicted, misses));
     }
     out += fmt::format("{:<5} {:<22} {:>5} {:>7} {:>10} {}\n", p.part, p.master_address,
                        p.term > 0 ? std::to_string(p.term) : "-", Percent(p.used_bytes, p.capacity_bytes), p.objects,

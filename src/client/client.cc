@@ -223,6 +223,10 @@ struct Client::Impl {
         const LookupEntry& e = (*entries)[j];
         if (e.code != proto::OK) {
           out.lengths_[i] = FromProtoCode(e.code, std::string(e.message), keys[i]);
+          if (e.evicted_ms_ago > 0) {
+            out.evicted_ms_ago_.resize(keys.size(), 0);
+            out.evicted_ms_ago_[i] = e.evicted_ms_ago;
+          }
           continue;
         }
         out.lengths_[i] = e.length;
@@ -647,6 +651,7 @@ void PoolCounters::Add(const PoolCounters& o) {
   evicted_bytes += o.evicted_bytes;
   hits += o.hits;
   misses += o.misses;
+  misses_evicted += o.misses_evicted;
 }
 
 size_t PoolStats::unreachable_parts() const {
@@ -676,6 +681,7 @@ Result<PoolStats> Client::Stat() {
     part.evicted_bytes = r.evicted_bytes();
     part.hits = r.hits();
     part.misses = r.misses();
+    part.misses_evicted = r.misses_evicted();
     part.term = r.term();
     s.Add(part);
     // Opened here too, so the stat says how this client reaches each segment.

@@ -100,6 +100,9 @@ class LookupResult {
   // back into DRAM): ReadLookedUp reads it from the tier's file; MapLookedUp cannot map it.
   bool on_ssd(size_t index) const { return !replicas_[index].empty() && replicas_[index].front().on_ssd; }
   std::chrono::steady_clock::time_point lease_deadline() const { return lease_deadline_; }
+  // A key NOT_FOUND that its master evicted: how long before the lookup, in ms; 0 when the
+  // master has no record of it (never stored, removed, or evicted longer ago than it remembers).
+  uint64_t evicted_ms_ago(size_t index) const { return index < evicted_ms_ago_.size() ? evicted_ms_ago_[index] : 0; }
 
  private:
   friend class Client;
@@ -111,6 +114,7 @@ class LookupResult {
   std::vector<Result<uint64_t>> lengths_;
   std::vector<uint64_t> checksums_;
   std::vector<std::vector<Replica>> replicas_;  // preferred (same-host) first
+  std::vector<uint64_t> evicted_ms_ago_;        // empty while no key missed was evicted
   std::chrono::steady_clock::time_point lease_deadline_;
 };
 
@@ -122,6 +126,7 @@ struct PoolCounters {
   uint64_t evicted_bytes = 0;
   uint64_t hits = 0;
   uint64_t misses = 0;
+  uint64_t misses_evicted = 0;  // of the misses, keys the master remembers evicting
   void Add(const PoolCounters& other);
 };
 

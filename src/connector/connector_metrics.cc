@@ -16,6 +16,10 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
   add("lookup_hit_tokens", lookup_hit_tokens);
   add("lookup_partial_chunks", lookup_partial_chunks);
   add("lookup_unreachable_stages", lookup_unreachable_stages);
+  add("lookup_miss_evicted", lookup_miss_evicted);
+  add("lookup_miss_pending", lookup_miss_pending);
+  add("lookup_miss_never_stored", lookup_miss_never_stored);
+  add("lookup_miss_key_mismatch", lookup_miss_key_mismatch);
   add("restores_started", restores_started);
   add("restores_finished", restores_finished);
   add("restore_tokens", restore_tokens);
@@ -39,11 +43,12 @@ std::map<std::string, uint64_t> ConnectorMetrics::Snapshot() const {
 void ConnectorMetrics::AppendPrometheus(std::span<const ConnectorMetrics* const> connectors, std::string* out,
                                         std::string_view labels) {
   std::map<std::string, uint64_t> sums;
-  Histogram lookup, restore;
+  Histogram lookup, restore, evicted_age(kEvictionAgeBounds);
   std::array<Histogram, kStagesWithOwnHistogram> stages;
   for (const ConnectorMetrics* c : connectors) {
     for (const auto& [name, value] : c->Snapshot()) sums[name] += value;
     lookup.Add(c->lookup_seconds);
+    evicted_age.Add(c->lookup_miss_evicted_age_seconds);
     restore.Add(c->restore_seconds);
     for (size_t s = 0; s < stages.size(); ++s) stages[s].Add(c->restore_stage_seconds[s]);
   }
@@ -52,6 +57,8 @@ void ConnectorMetrics::AppendPrometheus(std::span<const ConnectorMetrics* const>
                  labels);
   }
   lookup.AppendTo(out, "kvpool_connector_lookup_seconds", "One prefix lookup's round trip to the masters.", labels);
+  evicted_age.AppendTo(out, "kvpool_connector_lookup_miss_evicted_age_seconds",
+                       "A lookup that stopped at a chunk its master evicted: how long before.", labels);
   restore.AppendTo(out, "kvpool_connector_restore_seconds",
                    "A restore from submit to its outcome (every stage done, or fallen back).", labels);
   const std::string stage_name = "kvpool_connector_restore_stage_seconds";

@@ -27,6 +27,17 @@ struct ConnectorMetrics {
   // Stages whose part could not be asked (master unreachable or past the deadline): a lookup
   // counts as no hit from the first such stage on.
   std::atomic<uint64_t> lookup_unreachable_stages{0};
+  // Why a lookup stopped where it did (prefix_lookup.h, MissReason), one per lookup that found
+  // less than the whole request: no stage holds the chunk and its master evicted it; a save of
+  // it has not ended; no stage holds it and no master has a record of it (new tokens, or
+  // evicted longer ago than the masters remember); nothing from chunk 0 on, and the pool holds
+  // the prompt under another namespace (another model, dtype, layout, block or chunk size:
+  // first_tokens_marker.h). Stops at a chunk some stages hold are lookup_partial_chunks; at a
+  // stage that could not be asked, lookup_unreachable_stages.
+  std::atomic<uint64_t> lookup_miss_evicted{0};
+  std::atomic<uint64_t> lookup_miss_pending{0};
+  std::atomic<uint64_t> lookup_miss_never_stored{0};
+  std::atomic<uint64_t> lookup_miss_key_mismatch{0};
   // Restore.
   std::atomic<uint64_t> restores_started{0};
   std::atomic<uint64_t> restores_finished{0};
@@ -53,6 +64,9 @@ struct ConnectorMetrics {
   // that stage's last window (restore_stage_seconds[s], stages past the last share the last).
   static constexpr size_t kStagesWithOwnHistogram = 8;
   Histogram lookup_seconds;
+  // For lookup_miss_evicted: how long before the lookup the master evicted the chunk.
+  static constexpr std::array<double, 9> kEvictionAgeBounds = {1, 10, 60, 300, 900, 1800, 3600, 7200, 86400};
+  Histogram lookup_miss_evicted_age_seconds{kEvictionAgeBounds};
   Histogram restore_seconds;
   std::array<Histogram, kStagesWithOwnHistogram> restore_stage_seconds;
   Histogram& restore_stage(uint32_t stage) {

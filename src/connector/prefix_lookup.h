@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -20,6 +21,19 @@
 #include "connector/kv_namespace.h"
 
 namespace kvpool::connector {
+
+// Why a lookup found less than every chunk of the request (issue 44: "why a lookup missed"),
+// from the chunk it stopped at.
+enum class MissReason {
+  kNone,           // every chunk from first_chunk on is held (or nothing was looked up)
+  kPartialStages,  // some stages hold the chunk, others do not
+  kEvicted,        // no stage holds it, and a master evicted it (miss_evicted_ms_ago before)
+  kPending,        // no stage holds it complete: a save of it has not ended
+  kNeverStored,    // no stage holds it and no master has a record of it
+  kKeyMismatch,    // nothing from chunk 0 on, and the pool holds the prompt under another
+                   // namespace (first_tokens_marker.h): other_namespace says which
+  kUnreachable,    // a stage's part could not be asked
+};
 
 struct PrefixHit {
   uint32_t chunk_tokens = 0;
@@ -34,6 +48,9 @@ struct PrefixHit {
   // The leased lookup; entry (first_chunk + i, stage s) is index i * num_stages + s.
   // Null when nothing was looked up.
   std::shared_ptr<const client::LookupResult> lookup;
+  MissReason miss = MissReason::kNone;
+  uint64_t miss_evicted_ms_ago = 0;  // kEvicted: the longest ago any stage's object was evicted
+  std::string other_namespace;       // kKeyMismatch: the canonical text the pool holds the prompt under
 
   // Sequence tokens the GPU holds after a full restore.
   uint64_t end_token() const { return hit_chunks ? (first_chunk + hit_chunks) * chunk_tokens : gpu_cached_tokens; }

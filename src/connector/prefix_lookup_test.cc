@@ -6,14 +6,16 @@
 
 #include "connector/test_kv_cache.h"
 #include "connector/test_pool.h"
+#include "master/master_server.h"
+#include "master/pool_metadata.h"
 
 namespace kvpool::connector {
 namespace {
 
 class PrefixLookupTest : public ::testing::Test {
  protected:
-  explicit PrefixLookupTest(uint32_t parts = 1)
-      : pool_(5000, 64 << 20, parts),
+  explicit PrefixLookupTest(uint32_t parts = 1, uint64_t lease_ms = 5000)
+      : pool_(lease_ms, 64 << 20, parts),
         ns_(KvNamespace::Create(testing::SmallSpec(KvLayoutKind::kLatent, {1, 2, 1})).value()),
         store_(&pool_.client()) {}
 
@@ -99,6 +101,64 @@ TEST_F(PrefixLookupTest, ObjectOfTheWrongSizeIsAMiss) {
   auto hit = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->hit_chunks, 0u);
+}
+
+// Leases of a millisecond: what a lookup found can be evicted right after it.
+class PrefixLookupMissTest : public PrefixLookupTest {
+ protected:
+  PrefixLookupMissTest() : PrefixLookupTest(1, /*lease_ms=*/1) {}
+};
+
+// Why a lookup stopped, from what the stages and their masters say of the chunk it stopped at.
+TEST_F(PrefixLookupMissTest, SaysWhyALookupStopped) {
+  const auto tokens = Tokens(64 * 3);
+  const auto keys = ChainChunkKeys(ns_, tokens);
+  const auto lookup = [&] {
+    auto hit = FindCachedPrefix(store_, ns_, tokens, 0, &metrics_);
+    EXPECT_TRUE(hit.ok()) << hit.status().ToString();
+    return hit.ok() ? *hit : PrefixHit{};
+  };
+  EXPECT_EQ(lookup().miss, MissReason::kNeverStored);  // nothing saved yet
+  EXPECT_EQ(metrics_.lookup_miss_never_stored.load(), 1u);
+
+  PutChunks(tokens, 3);
+  EXPECT_EQ(lookup().miss, MissReason::kNone);
+
+  ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[2], 1)).ok());  // a removal is no eviction
+  EXPECT_EQ(lookup().miss, MissReason::kPartialStages);
+  EXPECT_EQ(metrics_.lookup_partial_chunks.load(), 1u);
+
+  // A save of chunk 2's stage 1 that has not ended, the other stages' objects removed too.
+  for (uint32_t s : {0u, 2u}) ASSERT_TRUE(pool_.client().Remove(StageObjectKey(ns_, keys[2], s)).ok());
+  const std::string pending_key = StageObjectKey(ns_, keys[2], 1);
+  master::PutStartItem item{pending_key, ns_.spec().stage_object_bytes(1)};
+  ASSERT_TRUE(pool_.part(0).master().pool()->BatchPutStart({&item, 1}, {}).results[0].status.ok());
+  PrefixHit pending = lookup();
+  EXPECT_EQ(pending.miss, MissReason::kPending);
+  EXPECT_EQ(pending.hit_chunks, 2u);
+  EXPECT_EQ(metrics_.lookup_miss_pending.load(), 1u);
+
+  // Other sessions' chunks fill the pool until the master evicts chunk 0, the oldest.
+  const std::string chunk0 = StageObjectKey(ns_, keys[0], 0);
+  const auto held = [&] {
+    auto exists = pool_.client().Exists(chunk0);
+    return !exists.ok() || *exists;
+  };
+  for (int i = 0; i < 200 && held(); ++i) {
+    std::vector<std::byte> filler(1 << 20, std::byte{2});
+    ASSERT_TRUE(pool_.client().Put("filler/" + std::to_string(i), filler).ok());
+  }
+  ASSERT_FALSE(held());
+  PrefixHit evicted = lookup();
+  EXPECT_EQ(evicted.miss, MissReason::kEvicted);
+  EXPECT_EQ(evicted.hit_chunks, 0u);
+  EXPECT_GE(evicted.miss_evicted_ms_ago, 1u);
+  EXPECT_EQ(metrics_.lookup_miss_evicted.load(), 1u);
+  EXPECT_EQ(metrics_.lookup_miss_evicted_age_seconds.count(), 1u);
+  EXPECT_EQ(metrics_.lookup_miss_never_stored.load(), 1u);
+  auto stat = pool_.client().Stat();
+  ASSERT_TRUE(stat.ok());
+  EXPECT_GE(stat->misses_evicted, uint64_t{ns_.spec().num_stages()});  // chunk 0's stages at least
 }
 
 TEST_F(PrefixLookupTest, RejectsMoreCachedTokensThanTheRequestHas) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "connector/chunk_packing.h"
+#include "connector/first_tokens_marker.h"
 
 namespace kvpool::connector {
 
@@ -11,6 +12,7 @@ struct SaveEngine::Request {
   std::vector<ChunkKey> keys;  // every full chunk of the request
   uint64_t first_chunk = 0;
   std::vector<std::vector<BlockId>> block_tables;
+  std::string marker_key;  // saving chunk 0: its first-tokens marker (first_tokens_marker.h)
 
   std::mutex mu;
   std::condition_variable changed;
@@ -91,6 +93,7 @@ Status SaveEngine::Submit(uint64_t request_id, std::span<const TokenId> tokens,
   r->id = request_id;
   r->keys = ChainChunkKeys(ns_, tokens);
   r->first_chunk = std::min<uint64_t>(first_chunk, r->keys.size());
+  if (r->first_chunk == 0 && !r->keys.empty()) r->marker_key = FirstTokensMarkerKey(tokens);
   r->outcome.request_id = request_id;
   const uint64_t chunks = r->keys.size() - r->first_chunk;
   for (uint32_t s = 0; s < stages_.size() && chunks > 0; ++s) {
@@ -224,6 +227,14 @@ void SaveEngine::SaveStage(Request& r, Stage& stage, ChunkPacker& packer) {
         note(st);
       }
     }
+  }
+  // Stage 0 putting chunk 0 (not found before) marks which namespace saved these first tokens,
+  // best effort: a marker another namespace put first stays (objects are immutable).
+  if (s == 0 && !r.marker_key.empty() && !missing.empty() && missing.front() == 0) {
+    const std::string text = KvNamespace::CanonicalText(ns_.spec());
+    const std::string marker_keys[] = {r.marker_key}, no_group[] = {""};
+    const client::ValueView marker_values[] = {std::as_bytes(std::span(text))};
+    (void)store_->Put(marker_keys, marker_values, no_group);
   }
   metrics_->save_objects_put.fetch_add(put, std::memory_order_relaxed);
   metrics_->save_objects_skipped.fetch_add(skipped, std::memory_order_relaxed);

@@ -80,6 +80,39 @@ TEST_P(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
   EXPECT_EQ(metrics_.save_objects_skipped.load(), 6u);
 }
 
+// A save of chunk 0 marks which namespace saved the prompt's first tokens, so an engine whose
+// namespace differs (here its KV dtype) hears why it finds nothing, instead of a plain miss.
+TEST_P(SaveEngineTest, ALookupUnderAnotherNamespaceSaysSoInsteadOfAPlainMiss) {
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 3);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
+  ASSERT_TRUE(engine->Wait(1).status.ok());
+
+  KvModelSpec other_spec = ns_.spec();
+  other_spec.kv_dtype = "fp8_e4m3";
+  const KvNamespace other = KvNamespace::Create(other_spec).value();
+  ConnectorMetrics other_metrics;
+  auto mismatch = FindCachedPrefix(pool_store_, other, tokens, 0, &other_metrics);
+  ASSERT_TRUE(mismatch.ok()) << mismatch.status().ToString();
+  EXPECT_EQ(mismatch->miss, MissReason::kKeyMismatch);
+  EXPECT_EQ(mismatch->hit_chunks, 0u);
+  EXPECT_EQ(mismatch->other_namespace, KvNamespace::CanonicalText(ns_.spec()));  // what the pool holds
+  EXPECT_EQ(other_metrics.lookup_miss_key_mismatch.load(), 1u);
+  EXPECT_EQ(other_metrics.lookup_miss_never_stored.load(), 0u);
+
+  auto own = FindCachedPrefix(pool_store_, ns_, tokens, 0, &metrics_);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->miss, MissReason::kNone);
+  EXPECT_EQ(own->hit_chunks, 3u);
+  // A prompt that begins otherwise is a plain miss in any namespace.
+  auto fresh = tokens;
+  fresh[0] = -7;
+  auto plain = FindCachedPrefix(pool_store_, other, fresh, 0, &other_metrics);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->miss, MissReason::kNeverStored);
+  EXPECT_EQ(other_metrics.lookup_miss_never_stored.load(), 1u);
+}
+
 TEST_P(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
   testing::Gate gate;
   store_.before_put = [&] { gate.Wait(); };

@@ -347,7 +347,7 @@ grpc::Status MasterService::BatchGetReplicas(grpc::ServerContext* context,
   LookupReplyWriter out(reply, got.results.size());
   for (const GetResult& result : got.results) {
     if (!result.status.ok()) {
-      out.Miss(ToProtoCode(result.status.code()), result.status.message());
+      out.Miss(ToProtoCode(result.status.code()), result.status.message(), result.evicted_ms_ago);
       continue;
     }
     if (result.replicas.empty()) {  // never so; the reply form has no hit without a copy
@@ -417,6 +417,7 @@ grpc::Status MasterService::Stat(grpc::ServerContext* context, const proto::Stat
   reply->set_evicted_bytes(stats.evicted_bytes);
   reply->set_hits(stats.hits);
   reply->set_misses(stats.misses);
+  reply->set_misses_evicted(stats.misses_evicted);
   reply->set_term(pool_->term());
   for (const SegmentStats& s : stats.segments) {
     proto::SegmentStat* out = reply->add_segments();

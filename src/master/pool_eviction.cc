@@ -82,6 +82,7 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictSingle(const EvictionLru::Candi
     replicas = EraseLocked(shard, candidate.name);
   }
   FreeReplicas(replicas);
+  evicted_keys_.Remember(candidate.name, now_ms);
   evicted_objects_.fetch_add(1, std::memory_order_relaxed);
   evicted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return {bytes, 0};
@@ -143,6 +144,7 @@ PoolMetadata::EvictionAttempt PoolMetadata::EvictGroup(const EvictionLru::Candid
   // Dropped whole: members already on SSD go too.
   std::vector<PlacedReplica> replicas;
   for (const auto& [key, put_id] : members) {
+    evicted_keys_.Remember(key, now_ms);
     auto erased = EraseLocked(index_.shard(index_.ShardOf(key)), key);
     replicas.insert(replicas.end(), std::make_move_iterator(erased.begin()),
                     std::make_move_iterator(erased.end()));

@@ -86,6 +86,7 @@ PoolMetadata::PoolMetadata(PoolOptions options, Clock* clock)
       segments_(options_.alignment),
       index_(options_.shards),
       groups_(options_.shards),
+      evicted_keys_(options_.remembered_evictions),
       quotas_(options_.quotas) {
   // Put ids stay above those of an earlier master whose objects a store may bring back:
   // the wall clock at start, with room for 2^20 puts per millisecond since.
@@ -568,6 +569,10 @@ BatchGetResult PoolMetadata::BatchGetReplicas(std::span<const std::string_view> 
         ++shard.misses;
         outcomes[i] = NamespaceHits::Outcome::kMiss;
         result.status = NotFound(fmt::format("key {} is not in the pool", QuoteKey(keys[i])));
+        if (const std::optional<int64_t> at = evicted_keys_.EvictedAt(keys[i])) {
+          result.evicted_ms_ago = std::max<int64_t>(1, now - *at);
+          misses_evicted_.fetch_add(1, std::memory_order_relaxed);
+        }
       } else if (it->second.state != ObjectState::kComplete) {
         ++shard.misses;
         outcomes[i] = NamespaceHits::Outcome::kMiss;
@@ -765,6 +770,7 @@ PoolStats PoolMetadata::Stat() const {
     stats.tiers.ssd_capacity_bytes += segment->ssd_max_value_bytes() > 0 ? segment->info().ssd_capacity_bytes : 0;
   }
   stats.evicted_objects = evicted_objects_.load(std::memory_order_relaxed);
+  stats.misses_evicted = misses_evicted_.load(std::memory_order_relaxed);
   stats.evicted_bytes = evicted_bytes_.load(std::memory_order_relaxed);
   stats.groups = groups_.group_count();
   stats.eviction_units = lru_.unit_count();

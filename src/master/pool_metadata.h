@@ -46,6 +46,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "master/eviction_lru.h"
+#include "master/eviction_memory.h"
 #include "master/group_registry.h"
 #include "master/namespace_hits.h"
 #include "master/namespace_quotas.h"
@@ -82,6 +83,9 @@ struct PoolOptions {
   // rest is plain LRU, so a client that sends no hints keeps a share of the pool (a retained
   // unit is still evicted when nothing else is left: hints never make a put fail).
   double max_retained_fraction = 0.5;
+  // Keys evicted for good that lookups can still tell apart from keys never stored
+  // (eviction_memory.h: 16 bytes each, the oldest forgotten first; 0: none).
+  size_t remembered_evictions = size_t{1} << 20;
 };
 
 struct PutOptions {
@@ -120,6 +124,9 @@ struct GetResult {
   uint64_t checksum = 0;
   std::vector<ReplicaView> replicas;
   bool on_ssd = false;  // the one replica is in its store's SSD tier; its offset is into the file
+  // NOT_FOUND only: how long ago (ms, >= 1) this master evicted the key; 0 when it has no
+  // record (never stored here, or evicted longer ago than it remembers).
+  int64_t evicted_ms_ago = 0;
 };
 
 struct BatchGetResult {
@@ -158,6 +165,7 @@ struct PoolStats {
   uint64_t evicted_bytes = 0;
   uint64_t hits = 0;
   uint64_t misses = 0;
+  uint64_t misses_evicted = 0;  // of those, keys this master remembers evicting (eviction_memory.h)
   uint64_t groups = 0;
   uint64_t eviction_units = 0;          // groups and ungrouped complete objects
   uint64_t eviction_units_visited = 0;  // units eviction passes looked at, all passes together
@@ -353,6 +361,7 @@ class PoolMetadata {
   ObjectIndex index_;
   GroupRegistry groups_;
   EvictionLru lru_;
+  EvictionMemory evicted_keys_;
   NamespaceQuotas quotas_;
 
   std::mutex eviction_mu_;
@@ -362,6 +371,7 @@ class PoolMetadata {
   std::atomic<uint64_t> next_put_id_{1};
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> evicted_bytes_{0};
+  std::atomic<uint64_t> misses_evicted_{0};
   std::atomic<uint64_t> rejoined_segments_{0};
   std::atomic<uint64_t> rebuilt_objects_{0};
   std::atomic<uint64_t> rebuild_ns_{0};

@@ -43,6 +43,10 @@ void AppendPoolMetrics(const PoolStats& stats, uint32_t part, std::string* out) 
          stats.hits);
   metric("kvpool_master_misses_total", "counter", "BatchGetReplicas keys absent or pending.",
          stats.misses);
+  metric("kvpool_master_misses_evicted_total", "counter",
+         "Of those, keys this master evicted (and still remembers evicting); the rest were never stored "
+         "here, were removed, were pending, or were evicted longer ago than it remembers.",
+         stats.misses_evicted);
   metric("kvpool_master_rejoined_segments_total", "counter",
          "Segments taken back from the index their store kept (after a master restart or failover).",
          stats.rejoined_segments);

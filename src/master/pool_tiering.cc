@@ -112,6 +112,7 @@ void PoolMetadata::ApplyTierReports(uint64_t segment_id,
             demotion_failures_.fetch_add(1, std::memory_order_relaxed);
             evicted_objects_.fetch_add(1, std::memory_order_relaxed);
             evicted_bytes_.fetch_add(meta->length, std::memory_order_relaxed);
+            evicted_keys_.Remember(report.key(), now);
             group = std::string(meta->group_name());
             to_free = EraseLocked(shard, report.key());
           }
@@ -125,6 +126,7 @@ void PoolMetadata::ApplyTierReports(uint64_t segment_id,
         case proto::TierReport::SSD_EVICTED:
           if (meta && meta->tier == ObjectTier::kSsd) {
             ssd_evictions_.fetch_add(1, std::memory_order_relaxed);
+            evicted_keys_.Remember(report.key(), now);
             to_free = EraseLocked(shard, report.key());
           }
           break;
@@ -152,6 +154,7 @@ void PoolMetadata::ApplyTierReports(uint64_t segment_id,
               it->second.state != ObjectState::kComplete || it->second.tier == ObjectTier::kPromoting) {
             continue;
           }
+          evicted_keys_.Remember(key, now);
           freed = EraseLocked(shard, key);
         }
         FreeReplicas(freed);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kvpool {
 
 LookupReplyWriter::LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t keys) : reply_(reply) {
@@ -13,7 +15,13 @@ LookupReplyWriter::LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t
   reply_->mutable_replicas()->Reserve(2 * n);
 }
 
-void LookupReplyWriter::Miss(proto::Code code, std::string message) {
+void LookupReplyWriter::Miss(proto::Code code, std::string message, int64_t evicted_ms_ago) {
+  if (evicted_ms_ago > 0 && !evicted_) {  // the first evicted key: the misses before it were not
+    reply_->mutable_evicted_ms_ago()->Resize(static_cast<int>(misses_), 0);
+    evicted_ = true;
+  }
+  if (evicted_) reply_->add_evicted_ms_ago(static_cast<uint64_t>(std::max<int64_t>(evicted_ms_ago, 0)));
+  ++misses_;
   reply_->add_codes(code);
   reply_->add_messages(std::move(message));
 }
@@ -68,6 +76,9 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
   if (words != static_cast<uint64_t>(reply.replicas_size())) {
     return malformed(fmt::format("{} replica words where the counts say {}", reply.replicas_size(), words));
   }
+  if (reply.evicted_ms_ago_size() != 0 && static_cast<size_t>(reply.evicted_ms_ago_size()) != keys - hits) {
+    return malformed(fmt::format("{} eviction ages for {} misses", reply.evicted_ms_ago_size(), keys - hits));
+  }
   if (!reply.on_ssd().empty() && reply.on_ssd().size() != hits) {
     return malformed(fmt::format("{} SSD flags for {} hits", reply.on_ssd().size(), hits));
   }
@@ -82,6 +93,9 @@ Result<std::vector<LookupEntry>> ReadLookupReply(const proto::BatchGetReplicasRe
     LookupEntry& e = out[i];
     e.code = static_cast<proto::Code>(reply.codes(static_cast<int>(i)));
     if (e.code != proto::OK) {
+      if (reply.evicted_ms_ago_size() != 0 && e.code == proto::NOT_FOUND) {
+        e.evicted_ms_ago = reply.evicted_ms_ago(static_cast<int>(miss));
+      }
       e.message = reply.messages(static_cast<int>(miss++));
       continue;
     }

@@ -19,8 +19,9 @@ class LookupReplyWriter {
  public:
   LookupReplyWriter(proto::BatchGetReplicasReply* reply, size_t keys);
 
-  // The next key is not served.
-  void Miss(proto::Code code, std::string message);
+  // The next key is not served. `evicted_ms_ago` (NOT_FOUND): how long ago the master evicted
+  // it, 0 when it has no record.
+  void Miss(proto::Code code, std::string message, int64_t evicted_ms_ago = 0);
   // The next key is served from `replicas` (>= 1) copies, each added with Replica();
   // `checksum` is its writer's (common/checksum.h). `on_ssd`: its one replica is in its
   // store's SSD tier, and the replica's offset is into the tier's file.
@@ -33,12 +34,15 @@ class LookupReplyWriter {
   proto::BatchGetReplicasReply* reply_;
   size_t hits_ = 0;       // so far, for the on_ssd bytes
   bool flagged_ = false;  // a key on SSD was written: every hit from then on has its byte
+  size_t misses_ = 0;     // so far, for evicted_ms_ago
+  bool evicted_ = false;  // a key evicted was written: every miss from then on has its age
 };
 
 // One key's answer; views into the reply it was read from.
 struct LookupEntry {
   proto::Code code = proto::OK;
   std::string_view message;             // code != OK
+  uint64_t evicted_ms_ago = 0;          // code == NOT_FOUND: how long ago the master evicted it; 0: no record
   uint64_t length = 0;                  // code == OK
   uint64_t checksum = 0;                // code == OK: the writer's checksum of the value
   std::span<const uint64_t> replica_words;  // code == OK: (segment_id, offset) pairs

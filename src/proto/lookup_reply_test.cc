@@ -98,5 +98,26 @@ TEST(LookupReply, FlagsKeysOnSsd) {
   EXPECT_TRUE((*read)[0].on_ssd);
 }
 
+// A miss of a key the master evicted says how long ago; the ages are sent only once a miss of
+// the reply has one.
+TEST(LookupReply, SaysHowLongAgoAMissedKeyWasEvicted) {
+  EXPECT_EQ(ThreeKeys().evicted_ms_ago_size(), 0);
+  proto::BatchGetReplicasReply reply;
+  LookupReplyWriter out(&reply, 4);
+  out.Miss(proto::NOT_FOUND, "never stored");
+  out.Hit(10, 1, 1);
+  out.Replica(7, 0);
+  out.Miss(proto::NOT_FOUND, "evicted", 1500);
+  out.Miss(proto::NOT_READY, "pending");
+  auto entries = ReadLookupReply(reply, 4);
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  EXPECT_EQ((*entries)[0].evicted_ms_ago, 0u);
+  EXPECT_EQ((*entries)[2].evicted_ms_ago, 1500u);
+  EXPECT_EQ((*entries)[3].evicted_ms_ago, 0u);
+  auto short_ages = reply;
+  short_ages.mutable_evicted_ms_ago()->RemoveLast();
+  EXPECT_FALSE(ReadLookupReply(short_ages, 4).ok());
+}
+
 }  // namespace
 }  // namespace kvpool

@@ -92,6 +92,22 @@ nlohmann::json PercentilesJson(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"count", p.count}};
 }
 
+// Why lookups stopped short (connector::MissReason), whole run: the prefill instances'
+// connector counters of the stop reasons (a lookup that found every chunk counts in none).
+nlohmann::json MissReasons(const std::map<std::string, uint64_t>& connector) {
+  const auto count = [&](const char* name) {
+    const auto it = connector.find(std::string("kvpool_connector_") + name);
+    return it == connector.end() ? uint64_t{0} : it->second;
+  };
+  return {{"lookups", count("lookups")},
+          {"never_stored", count("lookup_miss_never_stored")},
+          {"evicted", count("lookup_miss_evicted")},
+          {"pending", count("lookup_miss_pending")},
+          {"key_mismatch", count("lookup_miss_key_mismatch")},
+          {"partial_stages", count("lookup_partial_chunks")},
+          {"unreachable_stages", count("lookup_unreachable_stages")}};
+}
+
 }  // namespace
 
 PoolCounters& PoolCounters::operator+=(const PoolCounters& other) {
@@ -179,6 +195,7 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
                                          {"bytes", s.deployment.rails.bytes},
                                          {"queued_s", s.deployment.rails.queued_s}}}};
+  j["miss_reasons"] = MissReasons(s.deployment.connector);
   if (s.pool_counters) {
     const PoolCounters& c = *s.pool_counters;
     j["pool_counters"] = {{"capacity_bytes", c.capacity_bytes},     {"ssd_capacity_bytes", c.ssd_capacity_bytes},
@@ -196,6 +213,7 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   }
   return j;
 }
+
 
 std::string FormatSummary(const ReplaySummary& s) {
   std::string out;
@@ -235,6 +253,15 @@ std::string FormatSummary(const ReplaySummary& s) {
                      100 * s.deployment.mean_decode_kv_utilisation, 100 * s.deployment.peak_decode_kv_utilisation,
                      s.deployment.prefix_cache_evictions,
                      s.deployment.restore_errors, s.deployment.save_failures);
+  if (const nlohmann::json m = MissReasons(s.deployment.connector); m["lookups"] > 0) {
+    const double lookups = m["lookups"].get<double>();
+    const auto pct = [&](const char* reason) { return 100.0 * m[reason].get<double>() / lookups; };
+    out += fmt::format("  lookups         {} (whole run) · stopped short at a chunk never stored {:.0f}% · evicted "
+                       "{:.0f}% · being saved {:.0f}% · held by some stages only {:.0f}% · under another namespace "
+                       "{:.0f}%\n",
+                       m["lookups"].get<uint64_t>(), pct("never_stored"), pct("evicted"), pct("pending"),
+                       pct("partial_stages"), pct("key_mismatch"));
+  }
   if (s.servers > 1) {
     out += fmt::format("  between servers {:.1f} GB over the rails (published bytes, emulated) in {} transfers · "
                        "{:.1f} s queued in all · {} router moves\n",
