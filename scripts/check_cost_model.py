@@ -313,10 +313,11 @@ def render_refit(doc):
     def cells(r):
         if r is None:
             return "— | — | —"
+        failed = f" ({r['failed_requests']:,} requests failed)" if r["failed_requests"] else ""
         if r["requests"] == 0:
-            return "0 (no request finished in the window) | — | —"
-        return (f"{r['throughput_tok_s_per_gpu'] / 1e3:.1f}K | {r['ttft_s']['p50']:.2f} / {r['ttft_s']['p90']:.2f} s | "
-                f"{100 * r['token_sources']['reuse']:.1f}%")
+            return f"0 (no request finished in the window{failed}) | — | —"
+        return (f"{r['throughput_tok_s_per_gpu'] / 1e3:.1f}K{failed} | {r['ttft_s']['p50']:.2f} / "
+                f"{r['ttft_s']['p90']:.2f} s | {100 * r['token_sources']['reuse']:.1f}%")
     out = [REFIT_BEGIN, "### What the scaled curves do to the replay (*emulated*)", "",
            f"Run with `{doc['command']}` on {doc['date']} ({doc['machine']}, at {doc['commit'][:7]}); raw results "
            "`docs/results/cost-refit.json`. The same replay three times in one run: with the calibration's prefill "
