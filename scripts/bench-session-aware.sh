@@ -60,7 +60,7 @@ sys.path.insert(0, "scripts")
 from bench_machine import describe_machine, machine_timings  # noqa: E402
 KEEP = ("requests", "token_sources", "ttft_s", "throughput_tok_s_per_gpu", "restores", "prefetched_restores",
         "restore_critical_s", "restore_critical_total_s", "stage_restore_s", "verification_errors",
-        "failed_requests", "restore_fallback_tokens")
+        "failed_requests", "restore_fallback_tokens", "miss_reasons")
 def arm(n, size, name):
     runs = {seed: json.load(open(os.path.join(out, f"{n}-{size}-{name}-{seed}.json")))["runs"][0] for seed in seeds}
     ranked = sorted(seeds, key=lambda seed: runs[seed]["token_sources"]["reuse"])
