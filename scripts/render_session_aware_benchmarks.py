@@ -94,9 +94,11 @@ def row(n, size, name, arm, before):
     seed1 = by_seed(arm, "reuse").get(1)
     moved = (f"{100 * before:.1f}% → {100 * seed1:.1f}%" if before is not None and seed1 is not None else "—")
     errors = sum(x["verification_errors"] for x in arm["by_seed"]), sum(x["failed_requests"] for x in arm["by_seed"])
+    m = a.get("miss_reasons")  # absent from runs before the connector said why
+    evicted = f"{100 * m['evicted'] / m['lookups']:.1f}%" if m and m["lookups"] else "—"
     return (f"| {n} | {size / 1e6:.0f}M | {name} | {100 * t['reuse']:.1f}% (seed {a['seed']}) | "
             f"{reuses} | {moved} | "
-            f"{100 * t['pool_share']:.1f}% | {a['ttft_s']['p50']:.2f} / {a['ttft_s']['p90']:.2f} s | "
+            f"{100 * t['pool_share']:.1f}% | {evicted} | {a['ttft_s']['p50']:.2f} / {a['ttft_s']['p90']:.2f} s | "
             f"{a['restore_critical_total_s']:.1f} s ({1000 * c['p50']:.0f} ms p50) | "
             f"{a['throughput_tok_s_per_gpu'] / 1e3:.1f}K | {errors[0]} / {errors[1]} |")
 
@@ -134,9 +136,10 @@ def render(r):
     seeds = r["settings"]["seeds"]
     before, before_date = wall_clock_reuse()
     rows = [f"| sessions | pool (tokens) | arm | reuse (median of {len(seeds)} seeds) | reuse by seed (requests in the window) | "
-            f"seed 1: wall-clock pool ({before_date}) → one clock | pool share | TTFT p50 / p90 | "
-            "restore on the critical path, in all | tok/s per GPU | verification errors / failed (all seeds) |",
-            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            f"seed 1: wall-clock pool ({before_date}) → one clock | pool share | lookups stopped at an evicted chunk | "
+            "TTFT p50 / p90 | restore on the critical path, in all | tok/s per GPU | "
+            "verification errors / failed (all seeds) |",
+            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for load in r["loads"]:
         n = load["sessions"]
