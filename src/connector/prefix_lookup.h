@@ -2,7 +2,8 @@
 // prefix cache already holds — the longest run of chunks that *every* pipeline stage holds.
 //
 // One master round trip whatever the prompt length (a 1M-token prompt is ~3,900 chunks x P
-// stage keys in one BatchLookup). The lookup also takes read leases on what it finds, so a hit
+// stage keys in one BatchLookup); a lookup that finds nothing of the prompt, where a key
+// mismatch would look the same, also reads the first tokens' marker (first_tokens_marker.h). The lookup also takes read leases on what it finds, so a hit
 // cannot be evicted or overwritten before the restore reads it; the restore must start before
 // hit.lease_deadline().
 #pragma once
