@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
   using namespace kvpool;
   CLI::App app{"The emulated one-GPU deployment serving the turns a real model served"};
   std::string turns_path, out_path;
-  engine::CostModelParams cost = engine::CostModelParams::Published();
+  const engine::CostModelParams published = engine::CostModelParams::Published();
+  engine::CostModelParams cost = published;
   double restore_gbps = 0;
   app.add_option("--turns", turns_path, "real_model_turns.py's JSON")->required()->check(CLI::ExistingFile);
   app.add_option("--prefill-overhead-s", cost.prefill_iteration_overhead_s)->required()->check(CLI::NonNegativeNumber);
@@ -200,6 +201,10 @@ int main(int argc, char** argv) {
                 {"prefill_s_per_attention_pair", cost.prefill_s_per_attention_pair},
                 {"restore_bytes_per_s_per_gpu", cost.restore_bytes_per_s_per_gpu},
                 {"restore_fixed_s", cost.restore_fixed_s}}},
+      // What the replay's figures use, for scaling a fitted curve against (scripts/check_cost_model.py).
+      {"published_prefill", {{"overhead_s", published.prefill_iteration_overhead_s},
+                             {"s_per_token", published.prefill_s_per_token},
+                             {"s_per_pair", published.prefill_s_per_attention_pair}}},
       {"turns", rows}};
   if (out_path.empty()) {
     std::cout << doc.dump(1) << "\n";

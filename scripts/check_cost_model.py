@@ -69,8 +69,6 @@ PUBLISHED_STAGE_TOKEN_FLOPS = 2 * 37e9 * 20 / 61
 PUBLISHED_STAGE_PAIR_FLOPS = 20 * 128 * (192 + 128) * 2
 H100_BF16_FLOPS = 989e12    # dense, SXM (the measured card)
 MI350X_BF16_FLOPS = 2.3e15  # dense (the published card)
-# The calibration (src/engine/cost_model.cc, CostModelParams::Published) for the busiest stage.
-CALIBRATION = {"overhead_s": 0.015, "s_per_token": 12e-6, "s_per_pair": 1.2e-10}
 # Published throughput per GPU (design.md) by (topology, sessions): one server ~31K at 56 -> ~44K at
 # 96-112; the four-server shared pool 256K / 389K / 348K tok/s over 32 GPUs at 56 / 96 / 112.
 PUBLISHED_PER_GPU = {("1x8", 56): 31e3, ("1x8", 96): 44e3, ("1x8", 112): 44e3,
@@ -142,22 +140,23 @@ def emulate(binary, turns_doc, prefill, restore):
 def published_scaling(run):
     """The run's fitted prefill curve moved to the published deployment's busiest stage: each term's
     FLOPs (the assumptions above) at the efficiency the measured GPU reached on it, on the published
-    card's peak. The per-forward overhead is the calibration's (launch and scheduling, not FLOPs)."""
-    p = run["prefill"]
+    card's peak. The per-forward overhead is the calibration's (launch and scheduling, not FLOPs):
+    the busiest stage's, as the emulator reports src/engine/cost_model.cc's CostModelParams::Published()."""
+    p, calibration = run["prefill"], run["calibration"]
     token_eff = MEASURED_TOKEN_FLOPS / p["s_per_token"] / H100_BF16_FLOPS
     pair_eff = MEASURED_PAIR_FLOPS / p["s_per_pair"] / H100_BF16_FLOPS
-    scaled = {"overhead_s": CALIBRATION["overhead_s"],
+    scaled = {"overhead_s": calibration["overhead_s"],
               "s_per_token": PUBLISHED_STAGE_TOKEN_FLOPS / (token_eff * MI350X_BF16_FLOPS),
               "s_per_pair": PUBLISHED_STAGE_PAIR_FLOPS / (pair_eff * MI350X_BF16_FLOPS)}
     # The linear term alone scaled (the attention term the calibration's): what the measurement
     # supports once the published model's attention is known to be far cheaper than dense.
-    linear = dict(CALIBRATION, s_per_token=scaled["s_per_token"])
+    linear = dict(calibration, s_per_token=scaled["s_per_token"])
     return {"from_run": run["label"], "token_efficiency": token_eff, "pair_efficiency": pair_eff,
             "measured_token_flops": MEASURED_TOKEN_FLOPS, "measured_pair_flops": MEASURED_PAIR_FLOPS,
             "published_stage_token_flops": PUBLISHED_STAGE_TOKEN_FLOPS,
             "published_stage_pair_flops": PUBLISHED_STAGE_PAIR_FLOPS,
             "measured_peak_flops": H100_BF16_FLOPS, "published_peak_flops": MI350X_BF16_FLOPS,
-            "calibration": CALIBRATION, "scaled": scaled, "scaled_linear": linear,
+            "calibration": calibration, "scaled": scaled, "scaled_linear": linear,
             "prefill_cost_flag": cost_flag(scaled), "prefill_cost_flag_linear": cost_flag(linear)}
 
 
@@ -184,7 +183,8 @@ def check_run(binary, label, path, mode_key, turns_key, why):
                      "emulated_ttft_recompute_s": emu["recompute"]["ttft_s"]})
     o, a, b = prefill
     fit_err = [(o + a * n + b * p) / t - 1 for n, p, t, _ in obs]
-    return {"label": label, "why": why, "results": f"docs/results/{path}", "measured_commit": doc.get("commit"),
+    return {"label": label, "why": why, "calibration": emulated["published_prefill"],
+            "results": f"docs/results/{path}", "measured_commit": doc.get("commit"),
             "measured_date": doc.get("date"), "machine": doc.get("machine"),
             "probe_command": mode["command"], "turns_command": turns["command"],
             "prefill": {"overhead_s": prefill[0], "s_per_token": prefill[1], "s_per_pair": prefill[2],
