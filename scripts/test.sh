@@ -94,7 +94,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 sta
 # (ReadPaths/SsdPoolTest); a name that matches no test fails the run, so a renamed suite
 # cannot slip back under TSan unnoticed.
 TSAN_SKIPS=(MasterServer StorageService Layouts/RestoreEngineTest Layouts/ShortLeaseRestoreTest
-  Layouts/PartsRestoreTest OverGrpc/SaveEngineTest PrefixLookupTest PrefixLookupOverPartsTest
+  Layouts/PartsRestoreTest OverGrpc/SaveEngineTest PrefixLookupTest PrefixLookupMissTest PrefixLookupOverPartsTest
   ClientPartsTest Transports/ClientChecksumTest ClientAuthTest DeploymentTest FourServerTest
   ReplayEndToEndTest PlanAgainstReplayTest ReadPaths/SsdPoolTest MetricsEndpoint
   "Transports/TransferRoundTripTest.*/ucx_" "Transports/TransferAuthTest.*/ucx_" UcxPeerFailureTest
