@@ -71,6 +71,7 @@ struct ReplayFlags {
   double idle_cap_s = 300;
   std::string retention = "lru";
   std::string prefetch = "off";
+  std::string gate_reserve = "max-tokens";
   int64_t read_lease_ms = 0;
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
@@ -345,6 +346,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.replay.max_output_tokens = f.max_output;
       o.admission_timeout_s = f.admission_wait_s;
       o.prefetch_share = f.prefetch == "on" ? kPrefetchShare : 0;
+      o.oracle_gate = f.gate_reserve == "oracle";
       o.read_lease = std::chrono::milliseconds(f.read_lease_ms);
       o.handoff = f.handoff;
       o.gpus = f.gpu ? engine::CudaDeviceCount() : 0;
@@ -465,8 +467,15 @@ void AddReplayCommand(CLI::App& app) {
                   "seconds a request may wait at the KV admission gate before it fails")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--max-output", f.max_output, "cap recorded output lengths at this many tokens (0: none)")
+  cmd->add_option("--max-output", f.max_output,
+                  "each request's max_tokens: it generates its recorded output capped at this (the production replay "
+                  "asks for 32000); 0: each asks for exactly its recorded output, as the published AgentX harness does")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--gate-reserve", f.gate_reserve,
+                  "what the KV admission gate reserves for a request's output: max-tokens (what its client asked for "
+                  "at most), or oracle (the length it will generate, which only the trace knows)")
+      ->check(CLI::IsMember({"max-tokens", "oracle"}))
       ->capture_default_str();
   cmd->add_option("--rate-scale", f.rate_scale, "open loop: multiply the trace's request rate by this")
       ->check(CLI::PositiveNumber)

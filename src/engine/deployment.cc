@@ -118,9 +118,15 @@ void Deployment::Submit(DeploymentRequest request, std::function<void(const Requ
   }
   DecodeInstance* best = decode_[pick].get();
   r->record.decode_instance = pick;
-  r->gate_tokens = best->GateTokens(r->tokens.size() + r->record.output_tokens);
+  if (request.max_tokens != 0 && request.max_tokens < r->record.output_tokens) {
+    return Fail(r, fmt::format("max_tokens {} is below the {} tokens the request generates", request.max_tokens,
+                               r->record.output_tokens));
+  }
+  const uint64_t reserved_output =
+      options_.oracle_gate || request.max_tokens == 0 ? r->record.output_tokens : request.max_tokens;
+  r->gate_tokens = best->GateTokens(r->tokens.size() + reserved_output);
   if (r->gate_tokens > best->gate().capacity()) {
-    return Fail(r, fmt::format("{} prompt + output tokens exceed a decode instance's {} KV tokens", r->gate_tokens,
+    return Fail(r, fmt::format("{} prompt + reserved output tokens exceed a decode instance's {} KV tokens", r->gate_tokens,
                                best->gate().capacity()));
   }
   if (options_.prefetch_share > 0) {

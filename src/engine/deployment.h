@@ -68,6 +68,10 @@ struct DeploymentOptions {
   // share of each prefill instance's GPU cache that prefetched requests may hold before they
   // start; 0: off (the restore starts when prefill starts the request).
   double prefetch_share = 0;
+  // true (oracle): the KV admission gate reserves each request's output_tokens, which only the
+  // trace knows, instead of its max_tokens. The two are equal when the client asks for the
+  // recorded length (max_tokens 0).
+  bool oracle_gate = false;
 };
 
 

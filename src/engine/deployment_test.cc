@@ -25,7 +25,8 @@ ModelGeometry SmallGeometry() {
 
 class DeploymentTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Deployment> Make(bool with_pool, double prefetch_share = 0, double admission_timeout_s = 900) {
+  std::unique_ptr<Deployment> Make(bool with_pool, double prefetch_share = 0, double admission_timeout_s = 900,
+                                   bool oracle_gate = false) {
     if (with_pool) {
       pool_ = std::make_unique<connector::testing::InProcessPool>(5000, SmallGeometry().pool_bytes());
       store_ = std::make_unique<connector::PoolChunkStore>(&pool_->client());
@@ -36,6 +37,7 @@ class DeploymentTest : public ::testing::Test {
     o.run_salt = "test";
     o.prefetch_share = prefetch_share;
     o.admission_timeout_s = admission_timeout_s;
+    o.oracle_gate = oracle_gate;
     auto d = Deployment::Create(o, &sim_);
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     return std::move(d).value();
@@ -240,6 +242,38 @@ TEST_F(DeploymentTest, FullDecodeMakesRequestsWaitNotFail) {
   EXPECT_NEAR(c.peak_decode_kv_utilisation, 4 * 79 * 16 / 8192.0, 1e-9);
   EXPECT_GT(c.mean_decode_kv_utilisation, 0.5);  // one request's reservation nearly all the time
   EXPECT_LE(c.mean_decode_kv_utilisation, c.peak_decode_kv_utilisation);
+}
+
+// The gate reserves what a request's client asked for at most (max_tokens), not what it will
+// generate, unless it is the oracle: two requests that generate 100 tokens each but may generate
+// 3,000 take ~5K of the 8K decode tokens each, so the second waits for the first.
+TEST_F(DeploymentTest, TheGateReservesMaxTokensUnlessItIsTheOracle) {
+  for (const bool oracle : {false, true}) {
+    SCOPED_TRACE(oracle ? "oracle gate" : "max_tokens gate");
+    auto d = Make(false, 0, 900, oracle);
+    std::vector<RequestRecord> done;
+    for (uint64_t session : {1, 2}) {
+      d->Submit(DeploymentRequest{session, Prompt(2000, session * 50'000), 100, true, 3000},
+                [&](const RequestRecord& r) { done.push_back(r); });
+    }
+    sim_.Run();
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_FALSE(done[0].failed || done[1].failed) << done[0].failure << done[1].failure;
+    if (oracle) {
+      EXPECT_LT(done[1].admitted_s, done[0].finish_s) << "2,100 tokens each fit twice";
+    } else {
+      EXPECT_GE(done[1].admitted_s, done[0].finish_s) << "5,000 tokens each fit once";
+    }
+  }
+}
+
+TEST_F(DeploymentTest, AMaxTokensBelowTheOutputIsRefused) {
+  auto d = Make(false);
+  RequestRecord got;
+  d->Submit(DeploymentRequest{1, Prompt(100), 50, true, 10}, [&](const RequestRecord& r) { got = r; });
+  sim_.Run();
+  EXPECT_TRUE(got.failed);
+  EXPECT_NE(got.failure.find("max_tokens 10"), std::string::npos) << got.failure;
 }
 
 TEST_F(DeploymentTest, TooLargeForDecodeFailsAtOnce) {

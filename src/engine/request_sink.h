@@ -18,8 +18,12 @@ namespace kvpool::engine {
 struct DeploymentRequest {
   uint64_t session_id = 0;
   std::vector<connector::TokenId> tokens;  // the prompt; REQUIRES: not empty
-  uint64_t output_tokens = 1;
+  uint64_t output_tokens = 1;  // what the request generates (the trace's; only it knows)
   bool counted = true;
+  // The most it may generate, as its client asked (max_tokens), and so what the KV admission
+  // gate reserves for its output. 0: output_tokens (a client that asks for exactly the recorded
+  // length and forces it, as the published AgentX harness does). REQUIRES: 0 or >= output_tokens.
+  uint64_t max_tokens = 0;
 };
 
 class RequestSink {

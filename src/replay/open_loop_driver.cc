@@ -41,7 +41,8 @@ void OpenLoopDriver::Submit(size_t index) {
     sim_->At(std::max(sim_->now(), next), [this, index] { Submit(index + 1); });
   }
   const int64_t hits = ceiling_walk_.Visit(request.hash_ids);  // every request, as the trace's ceiling does
-  if (request.input_tokens + std::max<int64_t>(1, request.output_tokens) > fits_ || request.input_tokens < 1) {
+  const int64_t reserved_output = options_.max_output_tokens > 0 ? options_.max_output_tokens : request.output_tokens;
+  if (request.input_tokens + std::max<int64_t>(1, reserved_output) > fits_ || request.input_tokens < 1) {
     ++skipped_;
     return;
   }
@@ -53,7 +54,7 @@ void OpenLoopDriver::Submit(size_t index) {
   engine::DeploymentRequest r;
   r.session_id = index + 1;
   r.tokens = PromptTokens(request.hash_ids, trace_->block_size, request.input_tokens, salt_);
-  r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, request.output_tokens));
+  SetRequestOutput(options_, request.output_tokens, &r);
   r.counted = counted;
   const uint64_t ceiling_tokens =
       static_cast<uint64_t>(std::min<int64_t>(hits * trace_->block_size, request.input_tokens));

@@ -40,6 +40,12 @@ struct ReplayDriver::Tree {
   std::unordered_map<size_t, std::vector<connector::TokenId>> subagent_prompts;
 };
 
+void SetRequestOutput(const ReplayOptions& options, int64_t recorded_output, engine::DeploymentRequest* r) {
+  const int64_t cap = options.max_output_tokens;
+  r->output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, cap > 0 ? std::min(recorded_output, cap) : recorded_output));
+  r->max_tokens = cap > 0 ? static_cast<uint64_t>(cap) : 0;
+}
+
 ReplayDriver::ReplayDriver(const trace::Corpus& corpus, ReplayOptions options, engine::RequestSink* sink, engine::Simulation* sim)
     : corpus_(corpus), options_(options), sink_(sink), sim_(sim),
       rng_state_(engine::Mix64(options.seed)),
@@ -351,9 +357,7 @@ void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
   r.session_id = tree.session_id;
   r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
   if (prompt != nullptr) *prompt = r.tokens;
-  const int64_t output = options_.max_output_tokens > 0 ? std::min(request.output_tokens, options_.max_output_tokens)
-                                                         : request.output_tokens;
-  r.output_tokens = static_cast<uint64_t>(std::max<int64_t>(1, output));
+  SetRequestOutput(options_, request.output_tokens, &r);
   r.counted = counted;
   const int64_t hits = tree.ceiling_walk.Visit(request.hash_ids);
   const uint64_t ceiling_tokens =

@@ -55,7 +55,10 @@ struct ReplayOptions {
   double rate_scale = 1;
   // > 0: main turns paced by one Poisson process at this many requests/s over all lanes.
   double arrival_rate = 0;
-  int64_t max_output_tokens = 0;  // > 0: recorded output lengths capped at this (max_tokens)
+  // The client's max_tokens. > 0: every request asks for at most this many and generates its
+  // recorded output capped at it (the production replay asks for 32,000). 0: each asks for
+  // exactly its recorded output and forces that length, as the published AgentX harness does.
+  int64_t max_output_tokens = 0;
   // The router's hints to the pool (issue 18; Deployment::RetainSession): after each request
   // the thread's history (a session's main thread, or a subagent's) is retained for about its
   // wait before its next request, expected back when that wait ends; when its next turn
@@ -74,6 +77,10 @@ struct ReplayOptions {
   enum class Retention { kLru, kPredicted, kOracle };
   Retention retention = Retention::kLru;
 };
+
+// Sets `r`'s output_tokens and max_tokens the way the client of `options` asks for a request
+// that recorded `recorded_output` tokens.
+void SetRequestOutput(const ReplayOptions& options, int64_t recorded_output, engine::DeploymentRequest* r);
 
 class ReplayDriver final : public TraceDriver {
  public:

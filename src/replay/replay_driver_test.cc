@@ -48,6 +48,26 @@ class ReplayDriverTest : public ::testing::Test {
   std::unique_ptr<engine::Deployment> deployment_;
 };
 
+// What the client asks for: at most max_tokens, generating the recorded output capped at it;
+// without max_tokens, exactly the recorded output.
+TEST(SetRequestOutputTest, CapsTheRecordedOutputAtTheClientsMaxTokens) {
+  engine::DeploymentRequest r;
+  ReplayOptions o;
+  SetRequestOutput(o, 8, &r);
+  EXPECT_EQ(r.output_tokens, 8u);
+  EXPECT_EQ(r.max_tokens, 0u);
+  o.max_output_tokens = 32000;
+  SetRequestOutput(o, 8, &r);
+  EXPECT_EQ(r.output_tokens, 8u);
+  EXPECT_EQ(r.max_tokens, 32000u);
+  o.max_output_tokens = 3;
+  SetRequestOutput(o, 8, &r);
+  EXPECT_EQ(r.output_tokens, 3u);
+  EXPECT_EQ(r.max_tokens, 3u);
+  SetRequestOutput(o, 0, &r);
+  EXPECT_EQ(r.output_tokens, 1u);  // every request generates its first token
+}
+
 TEST_F(ReplayDriverTest, SubagentsGateTheNextTurnAndLongPausesAreCapped) {
   const trace::Corpus corpus = OneTrace();
   ReplayOptions o;

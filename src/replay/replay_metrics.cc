@@ -139,6 +139,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
   j["kv_memory"] = s.kv_memory;
   j["handoff"] = s.handoff;
   j["speedup"] = s.speedup;
+  j["max_tokens"] = s.max_tokens;
+  j["gate_reserves"] = s.gate_reserves;
   j["window_start_s"] = s.window_start_s;
   j["window_s"] = s.window_s;
   j["requests"] = s.requests;
@@ -230,6 +232,8 @@ std::string FormatSummary(const ReplaySummary& s) {
                      "{:.2f} s; prefill p50 {:.2f} s p90 {:.2f} s)\n",
                      s.ttft_s.p50, s.ttft_s.p90, s.ttft_s.max, s.gate_wait_s.p50, s.gate_wait_s.p90,
                      s.prefill_s.p50, s.prefill_s.p90);
+  out += fmt::format("  KV gate         reserves prompt + {} ({})\n", s.gate_reserves,
+                     s.max_tokens > 0 ? fmt::format("max_tokens {}", s.max_tokens) : "the client asks for the recorded output");
   out += fmt::format("  per-user speed  p50 {:.1f} tok/s · p90 {:.1f} tok/s\n", s.user_gen_tok_s.p50,
                      s.user_gen_tok_s.p90);
   out += fmt::format("  prompt tokens   GPU cache {:.1f}% · pool {:.1f}% · computed {:.1f}% · reuse {:.1f}% of "

@@ -56,6 +56,11 @@ struct ReplaySummary {
   std::string kv_memory = "host";  // where the paged caches live: "host" or "N CUDA devices"
   std::string handoff;             // the engine::KvHandoff's name
   double speedup = 0;
+  // The client's max_tokens (0: each request's recorded output, forced) and what the KV
+  // admission gate reserved for output: "max_tokens", "recorded output" (equal to max_tokens
+  // when the client asks for the recorded length) or "recorded output (oracle)".
+  int64_t max_tokens = 0;
+  std::string gate_reserves;
   double window_start_s = 0, window_s = 0;  // emulated
   double wall_s = 0;                        // real time the run took
   // With --speedup: the longest the real work held the emulated clock behind its pace (wall

@@ -121,6 +121,7 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   d.cost = options.cost;
   d.admission_timeout_s = options.admission_timeout_s;
   d.prefetch_share = options.prefetch_share;
+  d.oracle_gate = options.oracle_gate;
   for (auto& p : pools) d.pools.push_back(p->store());
   d.devices.gpus = options.gpus;
   // A fresh key space per run: runs sharing an existing pool never hit each other's chunks.
@@ -194,6 +195,9 @@ Result<ReplaySummary> RunReplay(const trace::Corpus& corpus, const ReplayRunOpti
   s.max_lag_s = sim.max_lag_s();
   s.kv_memory = options.gpus > 0 ? fmt::format("{} CUDA device{}", options.gpus, options.gpus > 1 ? "s" : "") : "host";
   s.handoff = handoff->name();
+  s.max_tokens = options.replay.max_output_tokens;
+  s.gate_reserves = options.oracle_gate || s.max_tokens == 0 ? "recorded output" : "max_tokens";
+  if (options.oracle_gate) s.gate_reserves += " (oracle)";
   s.traces_skipped = driver->traces_skipped();
   if (closed_loop && options.replay.retention == ReplayOptions::Retention::kPredicted && options.use_pool) {
     s.return_predictions = closed_loop->return_predictions();

@@ -41,6 +41,7 @@ struct ReplayRunOptions {
   engine::CostModelParams cost = engine::CostModelParams::Published();
   double admission_timeout_s = 900;  // how long a request may wait at the KV admission gate
   double prefetch_share = 0;          // engine::DeploymentOptions::prefetch_share (0: no prefetch)
+  bool oracle_gate = false;           // engine::DeploymentOptions::oracle_gate
   ReplayOptions replay;
   // true: submit every request at its recorded time (OpenLoopDriver: Mooncake traces);
   // false: closed-loop session lanes (ReplayDriver: AgentX traces).
