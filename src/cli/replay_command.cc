@@ -72,6 +72,7 @@ struct ReplayFlags {
   std::string retention = "lru";
   std::string prefetch = "off";
   std::string gate_reserve = "max-tokens";
+  std::string supersede = "off";
   int64_t read_lease_ms = 0;
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
@@ -347,6 +348,7 @@ int RunReplayCommand(const ReplayFlags& f) {
       o.admission_timeout_s = f.admission_wait_s;
       o.prefetch_share = f.prefetch == "on" ? kPrefetchShare : 0;
       o.oracle_gate = f.gate_reserve == "oracle";
+      o.replay.supersede = f.supersede == "on";
       o.read_lease = std::chrono::milliseconds(f.read_lease_ms);
       o.handoff = f.handoff;
       o.gpus = f.gpu ? engine::CudaDeviceCount() : 0;
@@ -471,6 +473,11 @@ void AddReplayCommand(CLI::App& app) {
                   "each request's max_tokens: it generates its recorded output capped at this (the production replay "
                   "asks for 32000); 0: each asks for exactly its recorded output, as the published AgentX harness does")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--supersede", f.supersede,
+                  "supersession: on releases a thread's earlier chunks that its next prompt no longer continues "
+                  "(after auto-compaction or a divergence), to be evicted first")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--gate-reserve", f.gate_reserve,
                   "what the KV admission gate reserves for a request's output: max-tokens (what its client asked for "

@@ -328,6 +328,18 @@ void Deployment::ReleaseSession(std::span<const connector::TokenId> tokens) {
   retention_keys_ += keys.size();
 }
 
+void Deployment::SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) {
+  const std::vector<connector::ChunkKey> chunks = connector::ChainChunkKeys(*ns_, previous);
+  // The chunk holding the first changed token has another key in the new prompt, and so does
+  // every chunk after it (keys are chained).
+  const size_t first = first_changed / ns_->spec().chunk_tokens;
+  if (first >= chunks.size()) return;  // only the unsaved tail changed
+  const std::vector<std::string> keys =
+      connector::StageObjectKeys(*ns_, std::span<const connector::ChunkKey>(chunks).subspan(first));
+  for (connector::ChunkStore* pool : options_.pools) (void)pool->Release(keys);
+  superseded_chunks_ += chunks.size() - first;
+}
+
 DeploymentCounters Deployment::counters(double from, double to) const {
   DeploymentCounters c;
   for (const auto& p : prefill_) {
@@ -342,6 +354,8 @@ DeploymentCounters Deployment::counters(double from, double to) const {
   for (const SessionRouter& router : routers_) c.router_moves += router.moves();
   c.retention_keys = retention_keys_;
   c.retention_refused = retention_refused_;
+  c.superseded_chunks = superseded_chunks_;
+  c.superseded_bytes = superseded_chunks_ * ns_->spec().chunk_tokens * options_.geometry.bytes_per_token();
   for (const auto& d : decode_) {
     c.peak_decode_kv_utilisation = std::max(c.peak_decode_kv_utilisation, d->peak_kv_utilisation());
     c.mean_decode_kv_utilisation += d->MeanKvUtilisation(from, to) / decode_.size();

@@ -88,6 +88,9 @@ struct DeploymentCounters {
   // Router hints to the pool (RetainSession / ReleaseSession): keys named, and those a pool
   // refused because its retained share was full.
   uint64_t retention_keys = 0, retention_refused = 0;
+  // Chunks of earlier prompts that a thread's next prompt no longer continued (SupersedeSession),
+  // released to be evicted first, and their bytes over every stage.
+  uint64_t superseded_chunks = 0, superseded_bytes = 0;
   // Restore prefetch: requests whose restore started before they did, and those whose
   // prefetch was given back (failed at the gate, or its blocks needed by a request starting).
   uint64_t prefetches = 0, prefetches_dropped = 0;
@@ -122,6 +125,7 @@ class Deployment final : public RequestSink {
   void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl,
                      std::chrono::milliseconds reuse_in) override;
   void ReleaseSession(std::span<const connector::TokenId> tokens) override;
+  void SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) override;
 
  private:
   Deployment(DeploymentOptions options, Simulation* sim);
@@ -145,6 +149,7 @@ class Deployment final : public RequestSink {
   Simulation* const sim_;
   std::optional<connector::KvNamespace> ns_;
   uint64_t retention_keys_ = 0, retention_refused_ = 0;
+  uint64_t superseded_chunks_ = 0;
   std::unique_ptr<CostModel> cost_;
   DeploymentContext ctx_;
   std::unique_ptr<KvHandoff> own_handoff_;

@@ -276,6 +276,24 @@ TEST_F(DeploymentTest, AMaxTokensBelowTheOutputIsRefused) {
   EXPECT_NE(got.failure.find("max_tokens 10"), std::string::npos) << got.failure;
 }
 
+// Supersession releases a prompt's chunks from the one holding the first changed token on,
+// and nothing when only the unsaved tail changed.
+TEST_F(DeploymentTest, SupersessionReleasesTheChunksPastTheFirstChange) {
+  auto d = Make(true);
+  const std::vector<connector::TokenId> prompt = Prompt(3000);  // 11 whole chunks of 256
+  Serve(*d, 1, prompt);
+  d->SupersedeSession(prompt, 11 * 256);  // a continuation: the tail only
+  EXPECT_EQ(d->counters().superseded_chunks, 0u);
+  d->SupersedeSession(prompt, 1000);  // chunk 3 on
+  const DeploymentCounters c = d->counters();
+  EXPECT_EQ(c.superseded_chunks, 8u);
+  EXPECT_EQ(c.superseded_bytes, 8u * 256 * SmallGeometry().bytes_per_token());
+  // Released, not removed: the first three chunks and the rest are still there to restore.
+  Serve(*d, 2, Prompt(3000, 100'000));  // evicts session 1's blocks from the GPU cache
+  const RequestRecord back = Serve(*d, 1, Prompt(3200));
+  EXPECT_EQ(back.pool_tokens + back.gpu_cached_tokens, 11u * 256);
+}
+
 TEST_F(DeploymentTest, TooLargeForDecodeFailsAtOnce) {
   auto d = Make(false);
   const RequestRecord r = Serve(*d, 1, Prompt(8000), 1000);

@@ -39,6 +39,11 @@ class RequestSink {
   virtual void RetainSession(std::span<const connector::TokenId> tokens, std::chrono::milliseconds ttl,
                              std::chrono::milliseconds reuse_in) = 0;
   virtual void ReleaseSession(std::span<const connector::TokenId> tokens) = 0;
+  // A router's view that a thread's new prompt no longer continues its `previous` one from
+  // token `first_changed` on (auto-compaction replaced the conversation, or a turn after a long
+  // pause diverged): the chunks of `previous` from there on are no longer its future prefix, and
+  // rank first to evict (supersession, issue 44).
+  virtual void SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) = 0;
 };
 
 }  // namespace kvpool::engine

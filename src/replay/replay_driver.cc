@@ -149,7 +149,7 @@ void ReplayDriver::SendMain(Tree& tree) {
   RetainPrompt(tree.last_prompt, 2 * options_.idle_cap_s, 0);
   Send(tree, tree.trace->requests[turn], counted,
        [this, t = &tree, turn](const engine::RequestRecord& record) { OnMainDone(*t, turn, record); },
-       options_.retention != ReplayOptions::Retention::kLru ? &tree.last_prompt : nullptr);
+       KeepsPrompts() ? &tree.last_prompt : nullptr);
 }
 
 void ReplayDriver::RetainPrompt(const std::vector<connector::TokenId>& prompt, double hold_s, double reuse_in_s) {
@@ -298,7 +298,7 @@ void ReplayDriver::SendSubagentRequest(Tree& tree, size_t subagent, size_t index
   const trace::Subagent& sub = tree.trace->subagents[subagent];
   // A subagent's history is retained while it runs, like a main session's (retention hints).
   std::vector<connector::TokenId>* prompt = nullptr;
-  if (options_.retention != ReplayOptions::Retention::kLru) {
+  if (KeepsPrompts()) {
     prompt = &tree.subagent_prompts[subagent];
     RetainPrompt(*prompt, 2 * options_.idle_cap_s, 0);
   }
@@ -356,7 +356,13 @@ void ReplayDriver::Send(Tree& tree, const trace::Request& request, bool counted,
   engine::DeploymentRequest r;
   r.session_id = tree.session_id;
   r.tokens = PromptTokens(request.hash_ids, tree.trace->block_size, request.input_tokens, tree.salt);
-  if (prompt != nullptr) *prompt = r.tokens;
+  if (prompt != nullptr) {
+    if (options_.supersede && sink_->uses_pool() && !prompt->empty()) {
+      const auto changed = std::mismatch(prompt->begin(), prompt->end(), r.tokens.begin(), r.tokens.end()).first;
+      if (changed != prompt->end()) sink_->SupersedeSession(*prompt, changed - prompt->begin());
+    }
+    *prompt = r.tokens;
+  }
   SetRequestOutput(options_, request.output_tokens, &r);
   r.counted = counted;
   const int64_t hits = tree.ceiling_walk.Visit(request.hash_ids);

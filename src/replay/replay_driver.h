@@ -76,6 +76,11 @@ struct ReplayOptions {
   //   kLru: no hints (plain LRU). Without a pool, nothing is sent.
   enum class Retention { kLru, kPredicted, kOracle };
   Retention retention = Retention::kLru;
+  // Supersession (issue 44): when a thread's prompt no longer continues its previous one (it was
+  // compacted, or diverged after a long pause), the router releases the previous prompt's chunks
+  // from the first changed one on (first to evict): they are no thread's future prefix. What a
+  // router sees, two prompts of one thread; without a pool, nothing is sent.
+  bool supersede = false;
 };
 
 // Sets `r`'s output_tokens and max_tokens the way the client of `options` asks for a request
@@ -131,6 +136,10 @@ class ReplayDriver final : public TraceDriver {
   // the prediction the predicted hints made.
   std::optional<ReturnPrediction> RetainWaiting(const std::vector<connector::TokenId>& prompt, uint64_t thread,
                                                 bool subagent, const std::string& stop_reason, double recorded_gap_s);
+  // Whether each thread's latest prompt is kept (for hints or supersession).
+  bool KeepsPrompts() const {
+    return options_.retention != ReplayOptions::Retention::kLru || options_.supersede;
+  }
   // The history's thread ended: the oracle releases it (first to evict); `prompt` is cleared.
   void ReleasePrompt(std::vector<connector::TokenId>* prompt);
   // Predicted hints: when the main thread of `tree` is due back in `due_in_s` and is still away

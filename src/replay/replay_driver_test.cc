@@ -37,6 +37,71 @@ trace::Corpus OneTrace() {
   return c;
 }
 
+// Serves each request a second after it arrives and records what the driver tells a router
+// about a thread's prompts: (the previous prompt's length, its first changed token).
+class SupersessionRecordingSink final : public engine::RequestSink {
+ public:
+  explicit SupersessionRecordingSink(engine::Simulation* sim)
+      : sim_(sim), geometry_(engine::GeometryPreset("tiny").value()) {}
+  void Submit(engine::DeploymentRequest r, std::function<void(const engine::RequestRecord&)> on_done) override {
+    engine::RequestRecord record;
+    record.session_id = r.session_id;
+    record.counted = r.counted;
+    record.arrival_s = sim_->now();
+    record.input_tokens = r.tokens.size();
+    record.output_tokens = r.output_tokens;
+    sim_->After(1, [this, record, on_done = std::move(on_done)]() mutable {
+      record.first_token_s = record.finish_s = sim_->now();
+      on_done(record);
+    });
+  }
+  const engine::ModelGeometry& geometry() const override { return geometry_; }
+  bool uses_pool() const override { return true; }
+  void RetainSession(std::span<const connector::TokenId>, std::chrono::milliseconds,
+                     std::chrono::milliseconds) override {}
+  void ReleaseSession(std::span<const connector::TokenId>) override {}
+  void SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) override {
+    superseded.emplace_back(previous.size(), first_changed);
+  }
+
+  std::vector<std::pair<size_t, size_t>> superseded;
+
+ private:
+  engine::Simulation* const sim_;
+  const engine::ModelGeometry geometry_;
+};
+
+// A thread whose third turn keeps only the first two blocks of its second (what auto-compaction
+// or a divergence after a long pause does): that turn, and only it, supersedes the prompt before.
+TEST(SupersessionTest, ATurnThatStopsContinuingThePreviousPromptSupersedesItsRest) {
+  trace::Trace t;
+  t.id = "t";
+  t.requests = {Turn(0, 4, 1, 1), Turn(10, 6, 1, 1), Turn(20, 3, 1, 1), Turn(30, 5, 1, 1)};
+  t.requests[2].hash_ids = trace::BlockIds(std::vector<uint64_t>{1, 2, 50});
+  t.requests[3].hash_ids = trace::BlockIds(std::vector<uint64_t>{1, 2, 50, 51, 52});
+  trace::Corpus corpus;
+  corpus.traces = {t};
+  for (const bool supersede : {false, true}) {
+    engine::Simulation sim;
+    SupersessionRecordingSink sink(&sim);
+    ReplayOptions o;
+    o.sessions = 1;
+    o.warmup_requests = 0;
+    o.duration_s = 0;
+    o.max_requests = 4;
+    o.supersede = supersede;
+    ReplayDriver driver(corpus, o, &sink, &sim);
+    ASSERT_TRUE(driver.Start().ok());
+    sim.Run();
+    ASSERT_GE(driver.records().size(), 4u);
+    if (supersede) {
+      EXPECT_EQ(sink.superseded, (std::vector<std::pair<size_t, size_t>>{{6 * 64, 2 * 64}}));
+    } else {
+      EXPECT_TRUE(sink.superseded.empty());
+    }
+  }
+}
+
 class ReplayDriverTest : public ::testing::Test {
  protected:
   ReplayDriverTest() {

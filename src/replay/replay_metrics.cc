@@ -192,6 +192,8 @@ nlohmann::json SummaryToJson(const ReplaySummary& s) {
                      {"router_moves", s.deployment.router_moves},
                      {"retention_keys", s.deployment.retention_keys},
                      {"retention_refused", s.deployment.retention_refused},
+                     {"superseded_chunks", s.deployment.superseded_chunks},
+                     {"superseded_bytes", s.deployment.superseded_bytes},
                      {"prefetches", s.deployment.prefetches},
                      {"prefetches_dropped", s.deployment.prefetches_dropped},
                      {"rails_emulated", {{"transfers", s.deployment.rails.transfers},
