@@ -7,7 +7,9 @@
 # ranked by when it is expected back) with the master's default bound on them (half the units)
 # and with 0.9 (--max-retained-fraction: one router fronts the whole pool); the same hints from
 # the trace's recorded waits and ends (--retention oracle, an upper bound no router reaches) at
-# both bounds; and restore prefetch (--prefetch on: a request's restore starts when it arrives).
+# both bounds; restore prefetch (--prefetch on: a request's restore starts when it arrives);
+# supersession alone (--supersede on: a thread's earlier chunks that its next prompt no longer
+# continues are released, first to evict); and predicted hints with supersession, at the default bound.
 # Targets (issue 44), at 112 sessions with the half-size pool: predicted hints with default
 # settings >= +5 points of reuse over LRU and >= 60% of the oracle's gain; prefetch cuts the
 # restore time on the critical path by >= 50%; no regression at the default size. Raw results:
@@ -33,15 +35,19 @@ bench_build kvpool
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 common=(--synth 393 --duration "$DURATION" --mode pool)
-declare -A ARMS=([lru]="--retention lru --prefetch off" [session]="--retention session --prefetch off"
-                 [session90]="--retention session --max-retained-fraction 0.9 --prefetch off"
-                 [oracle]="--retention oracle --prefetch off"
-                 [oracle90]="--retention oracle --max-retained-fraction 0.9 --prefetch off"
-                 [prefetch]="--retention lru --prefetch on")
+declare -A ARMS=([lru]="--retention lru --prefetch off --supersede off"
+                 [session]="--retention session --prefetch off --supersede off"
+                 [session90]="--retention session --max-retained-fraction 0.9 --prefetch off --supersede off"
+                 [oracle]="--retention oracle --prefetch off --supersede off"
+                 [oracle90]="--retention oracle --max-retained-fraction 0.9 --prefetch off --supersede off"
+                 [prefetch]="--retention lru --prefetch on --supersede off"
+                 [supersede]="--retention lru --prefetch off --supersede on"
+                 [all]="--retention session --prefetch off --supersede on")
+ARM_NAMES="lru session session90 oracle oracle90 prefetch supersede all"
 for n in $SESSIONS; do
   for size in $SIZES; do
     for seed in $SEEDS; do
-      for arm in lru session session90 oracle oracle90 prefetch; do
+      for arm in $ARM_NAMES; do
         read -ra flags <<< "${ARMS[$arm]}"
         echo "== $n sessions, $size tokens, $arm, seed $seed: kvpool replay ${common[*]} --seed $seed --sessions $n --pool-tokens $size ${flags[*]}"
         bench_job "$BUILD"/src/cli/kvpool replay "${common[@]}" --seed "$seed" --sessions "$n" --pool-tokens "$size" \
@@ -52,9 +58,10 @@ for n in $SESSIONS; do
 done
 bench_jobs_wait
 for f in "$OUT"/*.log; do [ -s "${f%.log}.json" ] || { echo "a replay failed: $f" >&2; tail -5 "$f" >&2; exit 1; }; done
-/usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "$SEEDS" "${common[*]}" <<'PY'
+/usr/bin/python3 - "$OUT" "$SESSIONS" "$SIZES" "$SEEDS" "${common[*]}" "$ARM_NAMES" <<'PY'
 import datetime, json, os, sys
-out, sessions, sizes, seeds, common = sys.argv[1:]
+out, sessions, sizes, seeds, common, arms = sys.argv[1:]
+arms = arms.split()
 seeds = [int(x) for x in seeds.split()]
 sys.path.insert(0, "scripts")
 from bench_machine import describe_machine, machine_timings  # noqa: E402
@@ -69,6 +76,7 @@ def arm(n, size, name):
     kept = {k: m[k] for k in KEEP} | {"wall_s": machine_timings(m)["wall_s"], "seed": median_seed}
     kept["retention_keys"] = m["deployment"].get("retention_keys", 0)
     kept["retention_refused"] = m["deployment"].get("retention_refused", 0)
+    kept["superseded_chunks"] = m["deployment"].get("superseded_chunks", 0)
     if "return_predictions" in m:
         kept["return_predictions"] = m["return_predictions"]
     return {"median": kept,
@@ -81,7 +89,7 @@ json.dump({"command": "scripts/bench-session-aware.sh", "date": datetime.date.to
            "machine": describe_machine(),
            "settings": {"replay": "kvpool replay " + common, "seeds": seeds},
            "loads": [{"sessions": int(n),
-                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in ("lru", "session", "session90", "oracle", "oracle90", "prefetch")}}
+                      "sizes": [{"pool_tokens": int(s), **{a: arm(n, s, a) for a in arms}}
                                 for s in sizes.split()]}
                      for n in sessions.split()]},
           open("docs/results/session-aware.json", "w"), indent=1)
