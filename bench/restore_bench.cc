@@ -67,6 +67,10 @@ using BenchClock = std::chrono::steady_clock;
 
 namespace {
 
+// A restore that has not answered this long after its Wait began (its own bounded wait,
+// RestoreOptions::timeout below, is 60 s) fails the run with NOT_READY.
+constexpr std::chrono::seconds kWaitLimit{120};
+
 // The bytes of chunk `chunk`'s stage object: a function of (chunk, offset) only, so the check
 // needs no second copy of the history.
 void FillObject(uint64_t chunk, std::byte* out, uint64_t bytes) {
@@ -324,7 +328,7 @@ int main(int argc, char** argv) {
       CHECK_OK(hit.status());
       const auto t1 = BenchClock::now();
       CHECK_OK(mode.engine->Start(++request, *hit, {table}));
-      const RestoreOutcome out = mode.engine->Wait(request);
+      const RestoreOutcome out = mode.engine->Wait(request, BenchClock::now() + kWaitLimit);
       const auto t2 = BenchClock::now();
       if (!out.status.ok() || out.restored_tokens != tokens) {
         std::fprintf(stderr, "%s: restore failed: %s, %lu of %lu tokens\n", mode.name().c_str(),
@@ -356,7 +360,7 @@ int main(int argc, char** argv) {
     auto hit = FindCachedPrefix(store, ns, ids, 0, &mode.metrics);
     CHECK_OK(hit.status());
     CHECK_OK(mode.engine->Start(++request, *hit, {table}));
-    const RestoreOutcome out = mode.engine->Wait(request);
+    const RestoreOutcome out = mode.engine->Wait(request, BenchClock::now() + kWaitLimit);
     caught.emplace_back(mode.name(), out.status.code() == StatusCode::kCorrupt &&
                                          out.restored_tokens == bad_chunk * spec.chunk_tokens &&
                                          mode.metrics.restore_corrupt_objects.load() == 1);

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,10 @@ T Take(Result<T> r) {
 
 std::span<const int32_t> Span(const Int32Array& a) { return {a.data(), static_cast<size_t>(a.size())}; }
 std::vector<int32_t> Vector(const Int32Array& a) { return {a.data(), a.data() + a.size()}; }
+// A wait's deadline, timeout_ms from now.
+std::chrono::steady_clock::time_point Deadline(uint64_t timeout_ms) {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+}
 
 // An in-process pool: a master on 127.0.0.1 and one storage service.
 class LocalPool {
@@ -166,11 +171,12 @@ class PyConnector {
     if (!o) return std::nullopt;
     return OutcomeDict(*o);
   }
-  py::dict WaitRestore(uint64_t id) {
+  // At the deadline: an outcome with NOT_READY, and the restore goes on (wait or poll again).
+  py::dict WaitRestore(uint64_t id, uint64_t timeout_ms) {
     RestoreOutcome o;
     {
       py::gil_scoped_release nogil;
-      o = restore_->Wait(id);
+      o = restore_->Wait(id, Deadline(timeout_ms));
     }
     return OutcomeDict(o);
   }
@@ -188,11 +194,12 @@ class PyConnector {
     if (!o) return std::nullopt;
     return OutcomeDict(*o);
   }
-  py::dict WaitSave(uint64_t id) {
+  // As WaitRestore.
+  py::dict WaitSave(uint64_t id, uint64_t timeout_ms) {
     SaveOutcome o;
     {
       py::gil_scoped_release nogil;
-      o = save_->Wait(id);
+      o = save_->Wait(id, Deadline(timeout_ms));
     }
     return OutcomeDict(o);
   }
@@ -465,11 +472,13 @@ PYBIND11_MODULE(kvpool, m) {
       .def("start_restore", &PyConnector::StartRestore, py::arg("request_id"), py::arg("hit"),
            py::arg("block_tables"))
       .def("poll_restore", &PyConnector::PollRestore, py::arg("request_id"))
-      .def("wait_restore", &PyConnector::WaitRestore, py::arg("request_id"))
+      .def("wait_restore", &PyConnector::WaitRestore, py::arg("request_id"), py::arg("timeout_ms") = 60000,
+           "The restore's outcome; status NOT_READY when it is still running after timeout_ms (wait again).")
       .def("save", &PyConnector::Save, py::arg("request_id"), py::arg("tokens"), py::arg("block_tables"),
            py::arg("first_chunk") = 0)
       .def("poll_save", &PyConnector::PollSave, py::arg("request_id"))
-      .def("wait_save", &PyConnector::WaitSave, py::arg("request_id"))
+      .def("wait_save", &PyConnector::WaitSave, py::arg("request_id"), py::arg("timeout_ms") = 60000,
+           "The save's outcome; status NOT_READY when it is still running after timeout_ms (wait again).")
       .def("metrics", &PyConnector::Metrics);
 
   m.def(

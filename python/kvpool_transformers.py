@@ -32,6 +32,7 @@ transformers; PooledKv.for_model and new_cache need both.
 import dataclasses
 import itertools
 import time
+import warnings
 
 import numpy as np
 
@@ -208,7 +209,7 @@ class PooledKv:
         t1 = time.perf_counter()
         request = next(self._request_ids)
         self.connector.start_restore(request, hit, self._tables)
-        done = self.connector.wait_restore(request)
+        done = _outcome(self.connector.wait_restore, request)
         t2 = time.perf_counter()
         return Restored(end_token=done["end_token"], restored_tokens=done["restored_tokens"],
                         planned_tokens=done["planned_tokens"], status=done["status"], lookup_s=t1 - t0,
@@ -249,7 +250,7 @@ class PooledKv:
 
     def finish_saves(self):
         """Waits for every save in flight; returns their outcomes in order."""
-        done = [self.connector.wait_save(r) for r in self._pending_saves]
+        done = [_outcome(self.connector.wait_save, r) for r in self._pending_saves]
         self._pending_saves = []
         return done
 
@@ -270,6 +271,17 @@ def _token_array(input_ids):
             raise ValueError(f"batch size 1 only, got input_ids of shape {list(input_ids.shape)}")
         input_ids = input_ids.detach().reshape(-1).cpu().numpy()
     return np.ascontiguousarray(input_ids, dtype=np.int32).reshape(-1)
+
+
+def _outcome(wait, request):
+    """The final outcome of `request` from the connector's wait_restore or wait_save. A wait
+    gives up at its timeout with a NOT_READY outcome while the request still writes or reads the
+    buffers, which stay lent to it until it answers: so this waits again, warning each time."""
+    while True:
+        done = wait(request)
+        if not done["status"].startswith("NOT_READY"):
+            return done
+        warnings.warn(f"kvpool: request {request} is still running: {done['status']}", RuntimeWarning)
 
 
 def _synchronize(buffers):

@@ -1,6 +1,7 @@
 #include "connector/restore_engine.h"
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -25,42 +26,24 @@ int ChecksumHelpers(const RestoreOptions& o) {
 
 }  // namespace
 
-struct RestoreEngine::Request {
-  uint64_t id = 0;
+struct RestoreEngine::Request : StageJobs::Request {
   PrefixHit hit;
   std::vector<std::vector<BlockId>> block_tables;
   Clock::time_point submitted;
-  Clock::time_point deadline;
 
-  std::mutex mu;
-  std::condition_variable changed;
-  uint64_t windows_pending = 0;                      // guarded by mu
   std::vector<uint64_t> stage_windows_pending;       // [stage]; guarded by mu
   std::vector<std::vector<uint64_t>> window_chunks;  // [stage][window] chunks unpacked; guarded by mu
   Status first_error;                                // guarded by mu
-  bool cancelled = false;                            // guarded by mu; no unpack starts once set
-  uint32_t unpacks_running = 0;                      // guarded by mu
-  bool finished = false;                             // guarded by mu
+  RestoreOutcome outcome;                            // built by Finish
 };
 
+// Job `index` of a request on a stage: the hit's chunks [first_hit, first_hit + chunks).
 struct RestoreEngine::Window {
-  std::shared_ptr<Request> request;
+  Request* request = nullptr;
   uint32_t stage = 0;
   uint64_t index = 0;        // window number within the stage
   uint64_t first_hit = 0;    // hit-relative chunk index
   uint64_t chunks = 0;
-};
-
-struct RestoreEngine::Stage {
-  uint32_t index = 0;
-  StageDevice device;
-  uint64_t object_bytes = 0;
-  uint64_t slot_bytes = 0;
-  uint64_t window_chunks = 0;
-  std::unique_ptr<StagingBuffer> staging;
-  std::deque<Window> queue;  // guarded by RestoreEngine::mu_
-  std::condition_variable wake;
-  std::vector<std::thread> workers;
 };
 
 RestoreEngine::RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions options, ConnectorMetrics* metrics)
@@ -73,59 +56,31 @@ RestoreEngine::RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions o
 Result<std::unique_ptr<RestoreEngine>> RestoreEngine::Create(ChunkStore* store, KvNamespace ns,
                                                              std::vector<StageDevice> stages, RestoreOptions options,
                                                              ConnectorMetrics* metrics) {
-  const KvModelSpec& spec = ns.spec();
-  if (stages.size() != spec.num_stages()) {
-    return InvalidArgument(fmt::format("restore engine: {} stage devices for {} stages", stages.size(),
-                                       spec.num_stages()));
-  }
-  if (options.workers_per_stage == 0) return InvalidArgument("restore engine: workers_per_stage is 0");
   std::unique_ptr<RestoreEngine> engine(new RestoreEngine(store, ns, options, metrics));
-  for (uint32_t s = 0; s < stages.size(); ++s) {
-    auto stage = std::make_unique<Stage>();
-    stage->index = s;
-    stage->device = std::move(stages[s]);
-    KVPOOL_RETURN_IF_ERROR(stage->device.cache.Validate());
-    const PagedKvLayout& layout = stage->device.cache.layout;
-    if (layout.packed_chunk_bytes(spec.chunk_tokens) != spec.stage_object_bytes(s)) {
-      return InvalidArgument(fmt::format("restore engine: stage {} cache layout does not match the KV spec", s));
-    }
-    stage->object_bytes = spec.stage_object_bytes(s);
-    stage->slot_bytes = options.staging_bytes_per_stage / options.workers_per_stage;
-    stage->window_chunks = stage->slot_bytes / stage->object_bytes;
-    if (stage->window_chunks == 0) {
-      return InvalidArgument(fmt::format("restore engine: stage {} staging share {} B is below one object ({} B)", s,
-                                         stage->slot_bytes, stage->object_bytes));
-    }
-    auto staging = StagingBuffer::Allocate(store, options.staging_bytes_per_stage, stage->device.cuda_device);
-    if (!staging.ok()) return staging.status();
-    stage->staging = std::move(staging.value());
-    engine->stages_.push_back(std::move(stage));
-  }
-  for (auto& stage : engine->stages_) {
-    for (uint32_t w = 0; w < options.workers_per_stage; ++w) {
-      stage->workers.emplace_back([e = engine.get(), st = stage.get(), w] { e->WorkerLoop(st, w); });
-    }
-  }
+  StageJobsOptions jo;
+  jo.noun = "restore";
+  jo.workers_per_stage = options.workers_per_stage;
+  jo.staging_bytes_per_stage = options.staging_bytes_per_stage;
+  jo.max_queued_jobs_per_stage = options.max_queued_windows_per_stage;
+  RestoreEngine* e = engine.get();
+  auto jobs = StageJobs::Create(
+      store, ns.spec(), std::move(stages), jo,
+      [e](const StageJobs::Job& job, StageJobs::Worker& worker) { e->RunWindow(job, worker); },
+      [e](StageJobs::Request& r, bool ran_out) { e->Finish(static_cast<Request&>(r), ran_out); });
+  if (!jobs.ok()) return jobs.status();
+  engine->jobs_ = std::move(jobs).value();
   return engine;
 }
 
-RestoreEngine::~RestoreEngine() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  for (auto& stage : stages_) stage->wake.notify_all();
-  for (auto& stage : stages_) {
-    for (std::thread& t : stage->workers) t.join();
-  }
-}
+RestoreEngine::~RestoreEngine() { jobs_.reset(); }
 
 Status RestoreEngine::Start(uint64_t request_id, const PrefixHit& hit, std::vector<std::vector<BlockId>> block_tables) {
-  if (block_tables.size() != stages_.size()) {
-    return InvalidArgument(fmt::format("restore {}: {} block tables for {} stages", request_id, block_tables.size(),
-                                       stages_.size()));
+  const uint32_t stages = jobs_->num_stages();
+  if (block_tables.size() != stages) {
+    return InvalidArgument(
+        fmt::format("restore {}: {} block tables for {} stages", request_id, block_tables.size(), stages));
   }
-  if (hit.num_stages != stages_.size() || hit.chunk_tokens != ns_.spec().chunk_tokens) {
+  if (hit.num_stages != stages || hit.chunk_tokens != ns_.spec().chunk_tokens) {
     return InvalidArgument(fmt::format("restore {}: the hit was looked up for another layout", request_id));
   }
   auto r = std::make_shared<Request>();
@@ -133,106 +88,46 @@ Status RestoreEngine::Start(uint64_t request_id, const PrefixHit& hit, std::vect
   r->hit = hit;
   r->submitted = Clock::now();
   r->deadline = r->submitted + options_.timeout;
-  r->window_chunks.resize(stages_.size());
+  r->window_chunks.resize(stages);
   // Check every block the restore will write before anything runs: a bad table is the
   // caller's error, reported now, never a write outside the cache.
-  for (uint32_t s = 0; s < stages_.size() && hit.hit_chunks > 0; ++s) {
+  for (uint32_t s = 0; s < stages && hit.hit_chunks > 0; ++s) {
     ChunkTransfer t;
-    t.cache = &stages_[s]->device.cache;
+    t.cache = &jobs_->stage(s).device.cache;
     t.block_table = block_tables[s];
     t.chunk_tokens = hit.chunk_tokens;
     t.first_chunk = hit.first_chunk;
     t.num_chunks = hit.hit_chunks;
-    t.staging = stages_[s]->staging->data();
+    t.staging = jobs_->stage(s).staging->data();
     Status st = CheckChunkTransfer(t);
     if (!st.ok()) return InvalidArgument(fmt::format("restore {} stage {}: {}", request_id, s, st.message()));
   }
   r->block_tables = std::move(block_tables);
 
-  std::vector<Window> windows;
-  for (uint32_t s = 0; s < stages_.size(); ++s) {
-    const uint64_t per = stages_[s]->window_chunks;
-    const uint64_t n = (hit.hit_chunks + per - 1) / per;
-    r->window_chunks[s].assign(n, 0);
-    for (uint64_t w = 0; w < n; ++w) {
-      windows.push_back(Window{r, s, w, w * per, std::min(per, hit.hit_chunks - w * per)});
-    }
+  // Stage s's windows: as many chunks each as one worker's staging share holds.
+  std::vector<uint64_t> windows(stages);
+  r->stage_windows_pending.resize(stages);
+  for (uint32_t s = 0; s < stages; ++s) {
+    const uint64_t per = jobs_->stage(s).slot_chunks;
+    windows[s] = (hit.hit_chunks + per - 1) / per;
+    r->window_chunks[s].assign(windows[s], 0);
+    r->stage_windows_pending[s] = windows[s];
   }
-  r->windows_pending = windows.size();
-  r->stage_windows_pending.resize(stages_.size());
-  for (uint32_t s = 0; s < stages_.size(); ++s) r->stage_windows_pending[s] = r->window_chunks[s].size();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (requests_.count(request_id)) {
-      return AlreadyExists(fmt::format("restore {}: a restore with this id is in progress", request_id));
-    }
-    for (uint32_t s = 0; s < stages_.size(); ++s) {
-      const size_t add = r->window_chunks[s].size();
-      if (stages_[s]->queue.size() + add > options_.max_queued_windows_per_stage) {
-        metrics_->restore_rejected_queue_full.fetch_add(1, std::memory_order_relaxed);
-        return Unavailable(fmt::format("restore {}: stage {} restore queue is full; compute instead", request_id, s));
-      }
-    }
-    requests_[request_id] = r;
-    for (Window& w : windows) stages_[w.stage]->queue.push_back(std::move(w));
+  if (Status st = jobs_->Add(r, windows); !st.ok()) {
+    if (st.code() != StatusCode::kUnavailable) return st;
+    metrics_->restore_rejected_queue_full.fetch_add(1, std::memory_order_relaxed);
+    return Unavailable(st.message() + "; compute instead");
   }
   metrics_->restores_started.fetch_add(1, std::memory_order_relaxed);
-  for (auto& stage : stages_) stage->wake.notify_all();
   return Status::Ok();
 }
 
-void RestoreEngine::WorkerLoop(Stage* stage, uint32_t worker) {
-  std::unique_ptr<ChunkPacker> packer;
-  Status packer_status;
-  if (stage->device.cuda_device >= 0) {
-    auto p = NewCudaChunkPacker(stage->device.cuda_device);
-    if (p.ok()) {
-      packer = std::move(p.value());
-    } else {
-      packer_status = p.status();
-    }
-  } else {
-    packer = NewCpuChunkPacker();
-  }
-  std::byte* slot = stage->staging->data() + worker * stage->slot_bytes;
-  for (;;) {
-    Window w;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      stage->wake.wait(lock, [&] { return stopping_ || !stage->queue.empty(); });
-      if (stopping_) return;
-      w = std::move(stage->queue.front());
-      stage->queue.pop_front();
-      ++windows_running_;
-    }
-    if (packer) {
-      RunWindow(w, *packer, slot);
-    } else {
-      std::lock_guard<std::mutex> lock(w.request->mu);
-      if (w.request->first_error.ok()) w.request->first_error = packer_status;
-      WindowReported(*w.request, w.stage);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --windows_running_;
-    }
-    idle_.notify_all();
-  }
-}
+void RestoreEngine::WaitIdle() { jobs_->WaitIdle(); }
 
-void RestoreEngine::WaitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] {
-    if (windows_running_ > 0) return false;
-    for (const auto& stage : stages_) {
-      if (!stage->queue.empty()) return false;
-    }
-    return true;
-  });
-}
-
-void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* slot) {
-  Request& r = *w.request;
+void RestoreEngine::RunWindow(const StageJobs::Job& job, StageJobs::Worker& worker) {
+  Request& r = static_cast<Request&>(*job.request);
+  const uint64_t per = worker.stage->slot_chunks;
+  const Window w{&r, job.stage, job.index, job.index * per, std::min(per, r.hit.hit_chunks - job.index * per)};
   uint64_t unpacked = 0;
   Status status;
   bool skip;
@@ -240,32 +135,30 @@ void RestoreEngine::RunWindow(const Window& w, ChunkPacker& packer, std::byte* s
     std::lock_guard<std::mutex> lock(r.mu);
     skip = r.cancelled || Clock::now() >= r.deadline;
   }
-  if (skip) {
+  if (worker.packer == nullptr) {
+    status = worker.packer_status;
+  } else if (skip) {
     status = Timeout("restore wait ran out before this window was read");
   } else {
     std::vector<transfer::MappedRange> mapped;
-    unpacked = MapWindow(w, mapped) ? UnpackMapped(w, packer, mapped, status) : ReadAndUnpack(w, packer, slot, status);
+    unpacked = MapWindow(w, mapped) ? UnpackMapped(w, *worker.packer, mapped, status)
+                                    : ReadAndUnpack(w, *worker.packer, worker.slot, status);
   }
   std::lock_guard<std::mutex> lock(r.mu);
   r.window_chunks[w.stage][w.index] = unpacked;
   if (!status.ok() && r.first_error.ok()) {
     r.first_error = Status(status.code(), fmt::format("stage {}: {}", w.stage, status.message()));
   }
-  WindowReported(r, w.stage);
-}
-
-void RestoreEngine::WindowReported(Request& r, uint32_t stage) {
-  --r.windows_pending;
-  if (--r.stage_windows_pending[stage] == 0) {
-    metrics_->restore_stage(stage).Observe(std::chrono::duration<double>(Clock::now() - r.submitted).count());
+  // The stage's last window: its restore time.
+  if (--r.stage_windows_pending[w.stage] == 0) {
+    metrics_->restore_stage(w.stage).Observe(std::chrono::duration<double>(Clock::now() - r.submitted).count());
   }
-  r.changed.notify_all();
 }
 
 bool RestoreEngine::MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped) {
   if (!options_.unpack_from_mapped_segments) return false;
   const Request& r = *w.request;
-  const Stage& stage = *stages_[w.stage];
+  const StageJobs::Stage& stage = jobs_->stage(w.stage);
   mapped.reserve(w.chunks);
   for (uint64_t i = 0; i < w.chunks; ++i) {
     Result<transfer::MappedRange> m = store_->Map(*r.hit.lookup, r.hit.lookup_index(w.first_hit + i, w.stage));
@@ -276,24 +169,11 @@ bool RestoreEngine::MapWindow(const Window& w, std::vector<transfer::MappedRange
   return true;
 }
 
-bool RestoreEngine::BeginUnpack(Request& r) {
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (r.cancelled) return false;
-  ++r.unpacks_running;
-  return true;
-}
-
-void RestoreEngine::EndUnpack(Request& r) {
-  std::lock_guard<std::mutex> lock(r.mu);
-  --r.unpacks_running;
-  r.changed.notify_all();
-}
-
 uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
                                      Status& status) {
   Request& r = *w.request;
-  Stage& stage = *stages_[w.stage];
-  if (!BeginUnpack(r)) {
+  const StageJobs::Stage& stage = jobs_->stage(w.stage);
+  if (!r.BeginWrite()) {
     status = Timeout("restore wait ran out before this window was unpacked");
     return 0;
   }
@@ -332,7 +212,7 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
   for (uint64_t i = 0; i < w.chunks && s.ok(); ++i) {
     if (!mapped[i].mapping->served()) s = Stale("a storage service withdrew its segment during the unpack");
   }
-  EndUnpack(r);
+  r.EndWrite();
   if (!s.ok()) {
     status = s;
     return 0;
@@ -345,7 +225,7 @@ uint64_t RestoreEngine::UnpackMapped(const Window& w, ChunkPacker& packer, std::
 
 uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std::byte* slot, Status& status) {
   Request& r = *w.request;
-  Stage& stage = *stages_[w.stage];
+  const StageJobs::Stage& stage = jobs_->stage(w.stage);
   std::vector<size_t> indices(w.chunks);
   std::vector<client::ValueBuffer> buffers(w.chunks);
   for (uint64_t i = 0; i < w.chunks; ++i) {
@@ -370,7 +250,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   }
   metrics_->restore_bytes.fetch_add(ok * stage.object_bytes, std::memory_order_relaxed);
   if (ok == 0) return 0;
-  if (!BeginUnpack(r)) {
+  if (!r.BeginWrite()) {
     status = Timeout("restore wait ran out before this window was unpacked");
     return 0;
   }
@@ -387,7 +267,7 @@ uint64_t RestoreEngine::ReadAndUnpack(const Window& w, ChunkPacker& packer, std:
   Status s = packer.Unpack(t);
   Status waited = packer.Wait();
   if (s.ok()) s = waited;
-  EndUnpack(r);
+  r.EndWrite();
   if (!s.ok()) {
     status = s;
     return 0;
@@ -418,16 +298,15 @@ void RestoreEngine::DropCorruptObject(const Window& w, uint64_t i) {
                removed.at(0).ok() ? "dropped from the pool" : "could not drop it: " + removed.at(0).ToString());
 }
 
-std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_lock<std::mutex>& lock,
-                                                       bool force_deadline) {
-  RestoreOutcome out;
+void RestoreEngine::Finish(Request& r, bool ran_out) {
+  RestoreOutcome& out = r.outcome;
   out.request_id = r.id;
   out.planned_tokens = r.hit.restorable_tokens();
-  if (r.windows_pending == 0) {
+  if (!ran_out) {
     // Every stage holds chunks up to its first short window; the request holds the minimum.
     uint64_t common = r.hit.hit_chunks;
-    for (size_t s = 0; s < r.window_chunks.size(); ++s) {
-      const uint64_t per = stages_[s]->window_chunks;
+    for (uint32_t s = 0; s < r.window_chunks.size(); ++s) {
+      const uint64_t per = jobs_->stage(s).slot_chunks;
       uint64_t got = 0;
       for (uint64_t n : r.window_chunks[s]) {
         got += n;
@@ -438,19 +317,13 @@ std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_l
     out.status = r.first_error;
     out.end_token = common ? (r.hit.first_chunk + common) * r.hit.chunk_tokens : r.hit.gpu_cached_tokens;
     out.end_token = std::max(out.end_token, r.hit.gpu_cached_tokens);
-  } else if (force_deadline || Clock::now() >= r.deadline) {
-    // Bounded wait ran out: cancel, then wait only for unpacks already writing the cache.
-    r.cancelled = true;
-    r.changed.wait(lock, [&] { return r.unpacks_running == 0; });
+  } else {
+    // Bounded wait ran out: cancelled, and the unpacks that were writing the cache are done.
     metrics_->restore_timeouts.fetch_add(1, std::memory_order_relaxed);
     out.status = Timeout(fmt::format("restore {} did not finish within {} ms; computing instead", r.id,
                                      options_.timeout.count()));
     out.end_token = r.hit.gpu_cached_tokens;
-  } else {
-    return std::nullopt;
   }
-  r.cancelled = true;  // late windows (timeout case) must not write any more
-  r.finished = true;
   out.restored_tokens = out.end_token - r.hit.gpu_cached_tokens;
   metrics_->restores_finished.fetch_add(1, std::memory_order_relaxed);
   metrics_->restore_seconds.Observe(std::chrono::duration<double>(Clock::now() - r.submitted).count());
@@ -459,50 +332,34 @@ std::optional<RestoreOutcome> RestoreEngine::TryFinish(Request& r, std::unique_l
     metrics_->restore_fallbacks.fetch_add(1, std::memory_order_relaxed);
     metrics_->restore_fallback_tokens.fetch_add(out.planned_tokens - out.restored_tokens, std::memory_order_relaxed);
   }
+}
+
+std::optional<RestoreOutcome> RestoreEngine::OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer) {
+  switch (answer.state) {
+    case StageJobs::State::kFinished:
+      return static_cast<const Request&>(*answer.request).outcome;
+    case StageJobs::State::kRunning:
+      return std::nullopt;
+    case StageJobs::State::kUnknown:
+      break;
+  }
+  RestoreOutcome out;
+  out.request_id = request_id;
+  out.status = NotFound(fmt::format("no restore {} in progress", request_id));
   return out;
 }
 
 std::optional<RestoreOutcome> RestoreEngine::Poll(uint64_t request_id) {
-  std::shared_ptr<Request> r;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = requests_.find(request_id);
-    if (it == requests_.end()) {
-      RestoreOutcome out;
-      out.request_id = request_id;
-      out.status = NotFound(fmt::format("no restore {} in progress", request_id));
-      return out;
-    }
-    r = it->second;
-  }
-  std::optional<RestoreOutcome> out;
-  {
-    std::unique_lock<std::mutex> lock(r->mu);
-    if (r->finished) return std::nullopt;  // another thread is handing it out
-    out = TryFinish(*r, lock, false);
-  }
-  if (out) {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.erase(request_id);
-  }
-  return out;
+  return OutcomeOf(request_id, jobs_->Poll(request_id));
 }
 
-RestoreOutcome RestoreEngine::Wait(uint64_t request_id) {
-  std::shared_ptr<Request> r;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = requests_.find(request_id);
-    if (it != requests_.end()) r = it->second;
-  }
-  if (r) {
-    std::unique_lock<std::mutex> lock(r->mu);
-    r->changed.wait_until(lock, r->deadline, [&] { return r->windows_pending == 0 || r->finished; });
-  }
-  for (;;) {
-    if (auto out = Poll(request_id)) return *out;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // another thread is finishing it
-  }
+RestoreOutcome RestoreEngine::Wait(uint64_t request_id, Clock::time_point deadline) {
+  if (auto out = OutcomeOf(request_id, jobs_->Wait(request_id, deadline))) return *out;
+  RestoreOutcome out;
+  out.request_id = request_id;
+  out.status = NotReady(fmt::format("restore {} is still running at the caller's deadline; poll or wait again",
+                                    request_id));
+  return out;
 }
 
 }  // namespace kvpool::connector

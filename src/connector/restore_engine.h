@@ -19,7 +19,9 @@
 // object that does not match (on every replica, when the transport checks it) is dropped from
 // the pool and ends the window's usable prefix, so it and what follows are computed instead.
 // Stage workers take windows in order, several at a time, so one window is read while another
-// is unpacked, and a hung read holds one worker, not the stage.
+// is unpacked, and a hung read holds one worker, not the stage. The workers, their packers and
+// staging shares, the request table, Poll and Wait are StageJobs' (stage_jobs.h): a window is
+// one of its jobs; this engine keeps the window body and the outcome.
 //
 // Outcome rules (invariants):
 //   * A request is finished only when every stage has reported every window, or when its
@@ -32,14 +34,10 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "common/checksum.h"
@@ -50,6 +48,7 @@
 #include "connector/kv_namespace.h"
 #include "connector/mapped_segment_pins.h"
 #include "connector/prefix_lookup.h"
+#include "connector/stage_jobs.h"
 #include "connector/staging_buffer.h"
 
 namespace kvpool::connector {
@@ -92,7 +91,7 @@ class RestoreEngine {
   static Result<std::unique_ptr<RestoreEngine>> Create(ChunkStore* store, KvNamespace ns,
                                                        std::vector<StageDevice> stages, RestoreOptions options,
                                                        ConnectorMetrics* metrics);
-  // Cancels queued windows and joins the workers.
+  // Cancels every restore, drops queued windows and joins the workers.
   ~RestoreEngine();
   RestoreEngine(const RestoreEngine&) = delete;
   RestoreEngine& operator=(const RestoreEngine&) = delete;
@@ -104,12 +103,16 @@ class RestoreEngine {
   Status Start(uint64_t request_id, const PrefixHit& hit, std::vector<std::vector<BlockId>> block_tables);
 
   // The outcome once finished (every stage reported, or the bounded wait ran out, which
-  // cancels it), else nullopt. Each outcome is handed out once, then the id is free again.
+  // cancels it), else nullopt: also while an unpack of a cancelled request is finishing (Poll
+  // never waits for one). Each outcome is handed out once, then the id is free again.
   // Unknown ids give an outcome with NOT_FOUND.
   std::optional<RestoreOutcome> Poll(uint64_t request_id);
-  // Blocks until Poll would answer; never longer than the request's bounded wait (plus the
-  // time to finish an unpack already running).
-  RestoreOutcome Wait(uint64_t request_id);
+  // Blocks until Poll would answer, or until `deadline`. A restore answers by its bounded
+  // wait (plus the time to finish an unpack already running), so a deadline past that gets
+  // the outcome. At `deadline` it returns an outcome with NOT_READY (and nothing else set):
+  // the restore goes on, may still write the request's blocks, and answers a later Poll or
+  // Wait.
+  RestoreOutcome Wait(uint64_t request_id, std::chrono::steady_clock::time_point deadline);
   // Blocks until no window is queued or being read: a request whose bounded wait ran out was
   // handed out cancelled, but a window of it already reading goes on until its read returns
   // (and then writes nothing). After this, the engine's metrics and the store's counters move
@@ -119,10 +122,9 @@ class RestoreEngine {
  private:
   struct Request;
   struct Window;
-  struct Stage;
   RestoreEngine(ChunkStore* store, KvNamespace ns, RestoreOptions options, ConnectorMetrics* metrics);
-  void WorkerLoop(Stage* stage, uint32_t worker);
-  void RunWindow(const Window& w, class ChunkPacker& packer, std::byte* slot);
+  // StageJobs' body: restores one window, and reports it.
+  void RunWindow(const StageJobs::Job& job, StageJobs::Worker& worker);
   // Unpack paths of one window; each returns how many of its chunks (a prefix) are in the cache.
   uint64_t UnpackMapped(const Window& w, ChunkPacker& packer, std::vector<transfer::MappedRange>& mapped,
                         Status& status);
@@ -134,29 +136,19 @@ class RestoreEngine {
   void DropCorruptObject(const Window& w, uint64_t i);
   // Maps every chunk of `w` in place, or returns false (then the window is read into staging).
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
-  // REQUIRES: r.mu held. One of r's windows of `stage` is done (restored or not): the request
-  // and the stage wait for one window fewer; the stage's last is its restore time.
-  void WindowReported(Request& r, uint32_t stage);
-  // Brackets one unpack: false (and nothing started) once the request was cancelled.
-  bool BeginUnpack(Request& r);
-  void EndUnpack(Request& r);
-  // REQUIRES: r.mu held. Finishes `r` if it can (all windows in, or deadline passed).
-  std::optional<RestoreOutcome> TryFinish(Request& r, std::unique_lock<std::mutex>& lock, bool force_deadline);
+  // StageJobs' finish, under r.mu: r's outcome, every window in or (ran_out) its bounded wait over.
+  void Finish(Request& r, bool ran_out);
+  // What Poll says for a StageJobs answer.
+  std::optional<RestoreOutcome> OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer);
 
   ChunkStore* const store_;
   const KvNamespace ns_;
   const RestoreOptions options_;
   ConnectorMetrics* const metrics_;
   ConnectorMetrics own_metrics_;  // used when none is given
-
-  std::mutex mu_;  // guards requests_, every Stage::queue, windows_running_ and stopping_
-  std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;
-  uint64_t windows_running_ = 0;  // taken off a queue, not yet done
-  std::condition_variable idle_;  // a window is done (WaitIdle)
-  bool stopping_ = false;
-  std::vector<std::unique_ptr<Stage>> stages_;
   MappedSegmentPins pins_;  // mappings GPU stages unpack from; outlives the workers (joined in ~RestoreEngine)
   std::unique_ptr<HelperPool> checksum_pool_;  // hashes mapped objects with the workers
+  std::unique_ptr<StageJobs> jobs_;  // the stages' workers run RunWindow; reset first in ~RestoreEngine
 };
 
 }  // namespace kvpool::connector

@@ -49,7 +49,7 @@ class RestoreEngineTest : public ::testing::TestWithParam<LayoutCase> {
     auto engine = SaveEngine::Create(&pool_store_, ns_, saved_.Devices(), SaveOptions{}, nullptr);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     ASSERT_TRUE((*engine)->Submit(1, tokens, tables).ok());
-    ASSERT_TRUE((*engine)->Wait(1).status.ok());
+    ASSERT_TRUE((*engine)->Wait(1, testing::LongDeadline()).status.ok());
   }
   std::unique_ptr<RestoreEngine> Engine(RestoreOptions o = {}) {
     o.unpack_from_mapped_segments = GetParam().mapped;
@@ -90,7 +90,7 @@ TEST_P(RestoreEngineTest, RestoresWhatWasSavedIntoOtherBlocks) {
   ASSERT_EQ(hit->hit_chunks, 7u);
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   EXPECT_FALSE(out.fell_back());
   EXPECT_EQ(out.end_token, 64u * 7);
@@ -119,7 +119,7 @@ TEST_P(RestoreEngineTest, GpuCachedTokensAreNotRewritten) {
   ASSERT_TRUE(hit.ok());
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   EXPECT_EQ(out.restored_tokens, 64u * 3 - 80);
   EXPECT_EQ(restored_.caches[1]->TokenBytes(tables[1], 79), before);
   ExpectSameKv(tables, tables, 80, 64 * 3);
@@ -137,7 +137,7 @@ TEST_P(RestoreEngineTest, RemovedAfterLookupIsStillReadSafelyUnderTheLease) {
   }
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   EXPECT_TRUE(out.status.ok()) << out.status.ToString();  // the lease kept the bytes
   ExpectSameKv(tables, tables, 0, 128);
 }
@@ -159,7 +159,7 @@ TEST_P(RestoreEngineTest, FailedReadOnOneStageFallsBackFromThereAndIsCounted) {
   };
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   EXPECT_EQ(out.status.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(out.fell_back());
   EXPECT_EQ(out.end_token, 64u * 3);  // every stage holds chunks 0-2; chunk 3 on is computed
@@ -180,7 +180,7 @@ TEST_P(RestoreEngineTest, AnObjectCorruptInTheStoreEndsTheRestoreBeforeIt) {
   pool_.CorruptStoredValue(StageObjectKey(ns_, hit->chunk_keys[3], 1));
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   EXPECT_EQ(out.status.code(), StatusCode::kCorrupt) << out.status.ToString();
   EXPECT_EQ(out.end_token, 64u * 3);  // chunk 3 on is computed
   ExpectSameKv(tables, tables, 0, 64 * 3);
@@ -214,10 +214,10 @@ TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {
   auto engine = Engine(o);
   ASSERT_TRUE(engine->Start(1, *slow, tables).ok());
   ASSERT_TRUE(engine->Start(2, *fast, fast_tables).ok());
-  const RestoreOutcome f = engine->Wait(2);
+  const RestoreOutcome f = engine->Wait(2, testing::LongDeadline());
   EXPECT_TRUE(f.status.ok()) << f.status.ToString();
   EXPECT_EQ(f.restored_tokens, 128u);
-  const RestoreOutcome s = engine->Wait(1);              // bounded by the 1 s timeout
+  const RestoreOutcome s = engine->Wait(1, testing::LongDeadline());  // bounded by the 1 s timeout
   EXPECT_EQ(s.status.code(), StatusCode::kTimeout);
   EXPECT_EQ(s.restored_tokens, 0u);
   EXPECT_EQ(metrics_.restore_timeouts.load(), 1u);
@@ -254,7 +254,7 @@ TEST_P(RestoreEngineTest, ManyRequestsInFlightEachGetTheirOwnKv) {
     ASSERT_TRUE(engine->Start(r, *hit, tables[r]).ok());
   }
   for (uint64_t r = 0; r < kRequests; ++r) {
-    const RestoreOutcome out = engine->Wait(r);
+    const RestoreOutcome out = engine->Wait(r, testing::LongDeadline());
     ASSERT_TRUE(out.status.ok()) << out.status.ToString();
     EXPECT_EQ(out.restored_tokens, kTokens);
   }
@@ -290,7 +290,7 @@ TEST_P(ShortLeaseRestoreTest, ExpiredLeaseFallsBack) {
   std::this_thread::sleep_until(hit->lease_deadline() + 50ms);
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   EXPECT_EQ(out.status.code(), StatusCode::kTimeout) << out.status.ToString();
   EXPECT_EQ(out.restored_tokens, 0u);
   EXPECT_EQ(metrics_.restore_fallbacks.load(), 1u);
@@ -328,7 +328,7 @@ TEST_P(PartsRestoreTest, EachStageSavesToAndRestoresFromItsOwnPart) {
   ASSERT_EQ(hit->hit_chunks, 7u);
   auto engine = Engine();
   ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
-  const RestoreOutcome out = engine->Wait(1);
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   EXPECT_EQ(out.restored_tokens, 64u * 7);
   ExpectSameKv(saved_tables, tables, 0, 64 * 7);

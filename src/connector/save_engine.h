@@ -10,20 +10,19 @@
 // Per stage: one BatchExists round trip finds the chunks the pool already holds (skipped),
 // then the missing ones are packed and put window by window. Each stage object is put in
 // the eviction group of its chunk, so a chunk's P stage objects are evicted together.
+// The stage workers, their packer and staging, the request table, Poll and Wait are
+// StageJobs' (stage_jobs.h): a save's stage is one of its jobs; this engine keeps the stage
+// body and the outcome.
 // REQUIRES of the caller: the KV of the submitted tokens is complete in the caches (e.g. the
 // forward pass's stream was synchronised) and those blocks are neither freed nor rewritten
 // until the save's outcome has been taken.
 #pragma once
 
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -31,6 +30,7 @@
 #include "connector/chunk_store.h"
 #include "connector/connector_metrics.h"
 #include "connector/kv_namespace.h"
+#include "connector/stage_jobs.h"
 #include "connector/staging_buffer.h"
 
 namespace kvpool::connector {
@@ -71,26 +71,26 @@ class SaveEngine {
   // The outcome once every stage finished, else nullopt; handed out once. Unknown ids give
   // an outcome with NOT_FOUND.
   std::optional<SaveOutcome> Poll(uint64_t request_id);
-  // Blocks until the save finished.
-  SaveOutcome Wait(uint64_t request_id);
+  // Blocks until Poll would answer, or until `deadline`: then it returns an outcome with
+  // NOT_READY (and nothing else set), and the save goes on: it may still read the request's
+  // blocks, and answers a later Poll or Wait. A save runs its stages' pool calls, each bounded
+  // by the client's deadlines.
+  SaveOutcome Wait(uint64_t request_id, std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Request;
-  struct Stage;
   SaveEngine(ChunkStore* store, KvNamespace ns, SaveOptions options, ConnectorMetrics* metrics);
-  void WorkerLoop(Stage* stage);
-  void SaveStage(Request& r, Stage& stage, class ChunkPacker& packer);
+  // StageJobs' body: saves one stage of a request.
+  void SaveStage(const StageJobs::Job& job, StageJobs::Worker& worker);
+  // What Poll says for a StageJobs answer.
+  std::optional<SaveOutcome> OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer);
 
   ChunkStore* const store_;
   const KvNamespace ns_;
   const SaveOptions options_;
   ConnectorMetrics* const metrics_;
   ConnectorMetrics own_metrics_;
-
-  std::mutex mu_;  // guards requests_, every Stage::queue and stopping_
-  std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_;
-  bool stopping_ = false;
-  std::vector<std::unique_ptr<Stage>> stages_;
+  std::unique_ptr<StageJobs> jobs_;  // one worker per stage runs SaveStage; reset first in ~SaveEngine
 };
 
 }  // namespace kvpool::connector

@@ -52,7 +52,7 @@ TEST_P(SaveEngineTest, SavesEveryFullChunkOfEveryStageButNotTheTail) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 5 + 30);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
-  const SaveOutcome out = engine->Wait(1);
+  const SaveOutcome out = engine->Wait(1, testing::LongDeadline());
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   EXPECT_EQ(out.objects_put, 10u);  // 5 chunks x 2 stages
   EXPECT_EQ(out.objects_skipped, 0u);
@@ -70,11 +70,11 @@ TEST_P(SaveEngineTest, ChunksAlreadyInThePoolAreSkipped) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 3);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
-  EXPECT_EQ(engine->Wait(1).objects_put, 6u);
+  EXPECT_EQ(engine->Wait(1, testing::LongDeadline()).objects_put, 6u);
   // The next turn extends the prompt: only its two new chunks are written.
   const auto next = Tokens(64 * 5);
   ASSERT_TRUE(engine->Submit(2, next, Tables(next.size())).ok());
-  const SaveOutcome out = engine->Wait(2);
+  const SaveOutcome out = engine->Wait(2, testing::LongDeadline());
   EXPECT_EQ(out.objects_put, 4u);
   EXPECT_EQ(out.objects_skipped, 6u);
   EXPECT_EQ(metrics_.save_objects_skipped.load(), 6u);
@@ -86,7 +86,7 @@ TEST_P(SaveEngineTest, ALookupUnderAnotherNamespaceSaysSoInsteadOfAPlainMiss) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 3);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
-  ASSERT_TRUE(engine->Wait(1).status.ok());
+  ASSERT_TRUE(engine->Wait(1, testing::LongDeadline()).status.ok());
 
   KvModelSpec other_spec = ns_.spec();
   other_spec.kv_dtype = "fp8_e4m3";
@@ -125,16 +125,16 @@ TEST_P(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
   EXPECT_EQ(second.code(), StatusCode::kUnavailable) << second.ToString();
   EXPECT_EQ(metrics_.save_rejected_queue_full.load(), 1u);
   gate.Open();
-  EXPECT_TRUE(engine->Wait(1).status.ok());
+  EXPECT_TRUE(engine->Wait(1, testing::LongDeadline()).status.ok());
   EXPECT_TRUE(engine->Submit(3, tokens, Tables(64)).ok());  // room again
-  EXPECT_EQ(engine->Wait(3).objects_skipped, 2u);
+  EXPECT_EQ(engine->Wait(3, testing::LongDeadline()).objects_skipped, 2u);
 }
 
 TEST_P(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 2);
   ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
-  ASSERT_TRUE(engine->Wait(1).status.ok());
+  ASSERT_TRUE(engine->Wait(1, testing::LongDeadline()).status.ok());
   // The master evicts a group whole: removing one stage's object directly is the only way a
   // chunk loses one stage, and lookup then stops there.
   const auto keys = ChainChunkKeys(ns_, tokens);

@@ -134,6 +134,12 @@ class InterposedChunkStore final : public ChunkStore {
   ChunkStore* inner_;
 };
 
+// A deadline for a Wait whose job must finish: only a hung engine reaches it, and the test then
+// fails on the outcome's NOT_READY instead of hanging.
+inline std::chrono::steady_clock::time_point LongDeadline() {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(60);
+}
+
 // A gate tests open when they want a blocked worker to go on.
 class Gate {
  public:

@@ -22,6 +22,22 @@ uint64_t StagingBytes(const connector::KvModelSpec& spec, uint32_t workers) {
   return std::max<uint64_t>(uint64_t{1} << 20, 4 * largest * workers);
 }
 
+// The final outcome of request `id` on a connector engine (restore or save). The request's
+// blocks are lent to the engine until it answers, so this waits on: each Wait has a deadline,
+// and a round that passes it says which request is still running. An engine answers in bounded
+// time (a restore by its own bounded wait plus an unpack already running; a save's pool calls
+// by the client's deadlines), so the rounds end.
+template <typename Engine>
+auto FinalOutcome(Engine& engine, uint64_t id, int instance, const char* what) {
+  constexpr std::chrono::seconds kRound{30};
+  for (;;) {
+    auto out = engine.Wait(id, std::chrono::steady_clock::now() + kRound);
+    if (out.status.code() != StatusCode::kNotReady) return out;
+    spdlog::warn("prefill {}: {} {} still running after {} s more; its blocks stay lent to it", instance, what, id,
+                 kRound.count());
+  }
+}
+
 }  // namespace
 
 PrefillInstance::PrefillInstance(int index, EngineSlot slot, connector::ChunkStore* pool,
@@ -260,7 +276,7 @@ double PrefillInstance::Restore(InFlightRequest* r, const connector::PrefixHit& 
     spdlog::warn("prefill {}: restore refused, computing instead: {}", index_, s.ToString());
     return 0;
   }
-  const connector::RestoreOutcome out = restore_->Wait(r->record.request_id);
+  const connector::RestoreOutcome out = FinalOutcome(*restore_, r->record.request_id, index_, "restore");
   r->record.restore_fallback_tokens = out.planned_tokens - out.restored_tokens;
   r->record.restore_bytes = metrics_.restore_bytes.load() - bytes_before;
   if (!out.status.ok()) ++restore_errors_;
@@ -373,7 +389,7 @@ void PrefillInstance::SaveToPool(InFlightRequest* r) {
     ++save_failures_;
     return;
   }
-  const connector::SaveOutcome out = save_->Wait(r->record.request_id);
+  const connector::SaveOutcome out = FinalOutcome(*save_, r->record.request_id, index_, "save");
   if (!out.status.ok()) ++save_failures_;
   r->record.save_bytes = metrics_.save_bytes.load() - bytes_before;
   // Saves do not hold the request up, but their bytes take rail time from what follows.
