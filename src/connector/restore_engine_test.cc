@@ -230,6 +230,32 @@ TEST_P(RestoreEngineTest, SlowRestoreDoesNotBlockAnotherAndTimesOut) {
   engine.reset();
 }
 
+// A Wait whose deadline passes first gives up without ending the restore: NOT_READY, and the
+// restore, its reads held at a gate, is still in flight; it can be Polled, then Waited for to
+// its outcome once the reads go on.
+TEST_P(RestoreEngineTest, WaitPastItsDeadlineLeavesTheRestoreRunning) {
+  const auto tokens = Tokens(64 * 2);
+  const auto tables = Tables(tokens.size(), 10);
+  Save(tokens, tables);
+  auto hit = FindCachedPrefix(store_, ns_, tokens, 0, nullptr);
+  ASSERT_TRUE(hit.ok());
+  testing::Gate gate;
+  store_.before_read = [&](const client::LookupResult&) { gate.Wait(); };
+  RestoreOptions o;
+  o.timeout = std::chrono::minutes(10);  // its own bounded wait never runs out here
+  auto engine = Engine(o);
+  ASSERT_TRUE(engine->Start(1, *hit, tables).ok());
+  EXPECT_EQ(engine->Wait(1, std::chrono::steady_clock::now() + 10ms).status.code(), StatusCode::kNotReady);
+  EXPECT_FALSE(engine->Poll(1).has_value());  // still in flight
+  EXPECT_EQ(engine->Start(1, *hit, tables).code(), StatusCode::kAlreadyExists);
+  gate.Open();
+  const RestoreOutcome out = engine->Wait(1, testing::LongDeadline());
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.restored_tokens, 128u);
+  ExpectSameKv(tables, tables, 0, 128);
+  EXPECT_EQ(engine->Poll(1)->status.code(), StatusCode::kNotFound);  // handed out once
+}
+
 // Eight requests in flight on one engine at once, each into blocks of its own: the stages'
 // workers interleave their windows, and every request still gets exactly its own KV.
 TEST_P(RestoreEngineTest, ManyRequestsInFlightEachGetTheirOwnKv) {

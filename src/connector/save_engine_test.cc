@@ -130,6 +130,25 @@ TEST_P(SaveEngineTest, FullQueueRefusesInsteadOfBlocking) {
   EXPECT_EQ(engine->Wait(3, testing::LongDeadline()).objects_skipped, 2u);
 }
 
+// A Wait whose deadline passes first gives up without ending the save: NOT_READY, and the
+// save, its puts held at a gate, is still pending; it can be Polled, then Waited for to its
+// outcome once the puts go on.
+TEST_P(SaveEngineTest, WaitPastItsDeadlineLeavesTheSaveRunning) {
+  testing::Gate gate;
+  store_.before_put = [&] { gate.Wait(); };
+  auto engine = Engine();
+  const auto tokens = Tokens(64 * 2);
+  ASSERT_TRUE(engine->Submit(1, tokens, Tables(tokens.size())).ok());
+  EXPECT_EQ(engine->Wait(1, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)).status.code(),
+            StatusCode::kNotReady);
+  EXPECT_FALSE(engine->Poll(1).has_value());  // still pending
+  gate.Open();
+  const SaveOutcome out = engine->Wait(1, testing::LongDeadline());
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_EQ(out.objects_put, 4u);  // 2 chunks x 2 stages
+  EXPECT_EQ(engine->Poll(1)->status.code(), StatusCode::kNotFound);  // handed out once
+}
+
 TEST_P(SaveEngineTest, StageObjectsOfAChunkShareItsGroup) {
   auto engine = Engine();
   const auto tokens = Tokens(64 * 2);
