@@ -17,7 +17,8 @@ BEGIN, END = "<!-- session-aware:begin -->", "<!-- session-aware:end -->"
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "session-aware.json")
 ARMS = (("lru", "plain pool (LRU)"), ("session", "predicted hints, bound 0.5"),
         ("session90", "predicted hints, bound 0.9"), ("oracle", "oracle hints, bound 0.5"),
-        ("oracle90", "oracle hints, bound 0.9"), ("prefetch", "restore prefetch"))
+        ("oracle90", "oracle hints, bound 0.9"), ("prefetch", "restore prefetch"),
+        ("supersede", "supersession (LRU)"), ("all", "predicted hints, bound 0.5, + supersession"))
 # The wall-clock run's arms under today's names: its hints were the oracle's.
 WALL_CLOCK_ARM = {"lru": "lru", "oracle": "session", "oracle90": "session90", "prefetch": "prefetch"}
 
@@ -86,6 +87,21 @@ def share_of_oracle(s, hints, oracle):
     return [g / b for g, b in zip(got, bound) if b >= 0.01]
 
 
+def supersession_verdict(s):
+    """Supersession alone and with the predicted hints at the default bound, against LRU (runs
+    from before supersession have neither arm)."""
+    if "supersede" not in s or "all" not in s:
+        return ""
+    share = share_of_oracle(s, "all", "oracle")
+    return (f"; supersession alone **{spread(paired(s['supersede'], s['lru']))} points** (TTFT p50 "
+            f"{spread(paired(s['supersede'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}, "
+            f"{s['supersede']['median']['superseded_chunks']:,} chunks released in the median seed); predicted "
+            f"hints at the default bound with supersession **{spread(paired(s['all'], s['lru']))} points** "
+            f"(TTFT p50 {spread(paired(s['all'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}), "
+            f"{spread(share, 100, '%', 0) if share else 'nothing measurable'} of the oracle hints' gain at 0.5 "
+            "(which run without supersession)")
+
+
 def row(n, size, name, arm, before):
     a = arm["median"]
     t, c = a["token_sources"], a["restore_critical_s"]
@@ -145,7 +161,7 @@ def render(r):
         n = load["sessions"]
         for s in load["sizes"]:
             size = s["pool_tokens"]
-            rows += [row(n, size, label, s[name], before.get((n, size, name))) for name, label in ARMS]
+            rows += [row(n, size, label, s[name], before.get((n, size, name))) for name, label in ARMS if name in s]
             cut = [1 - p / l if l > 0 else 0.0 for p, l in zip(by_seed(s["prefetch"], "restore_critical_total_s").values(),
                                                              by_seed(s["lru"], "restore_critical_total_s").values())]
             share = share_of_oracle(s, "session", "oracle")
@@ -160,7 +176,7 @@ def render(r):
                             f"0.5; prefetch "
                             f"**{spread([-x for x in cut], 100, '%', 0)}** restore on the critical path (TTFT p50 "
                             f"{spread(paired(s['prefetch'], s['lru'], 'ttft_p50_s'), 1, ' s', 2)}, reuse "
-                            f"{spread(paired(s['prefetch'], s['lru']))} points)")
+                            f"{spread(paired(s['prefetch'], s['lru']))} points)" + supersession_verdict(s))
     return "\n".join([
         BEGIN, "## Session-aware retention and restore prefetch (issues 18 and 44)", "",
         f"Run with `{r['command']}` on {r['date']} ({r['machine']}); raw results `docs/results/session-aware.json`. "
@@ -182,6 +198,11 @@ def render(r):
         "its units are retained at once (`--max-retained-fraction`: 0.5 by default, which leaves half the pool "
         "plain LRU for clients that send no hints; 0.9 where the router fronts every client, as here), and a "
         "retention expected sooner takes the place of the one expected last. "
+        "*Supersession* (`--supersede on`): when a thread's new prompt stops continuing its previous one "
+        "(auto-compaction replaced the conversation with a summary, or a turn after a long pause kept only the "
+        "system and tools prefix), the router releases the previous prompt's chunks from the first changed one "
+        "on (`Client::Release`: first to evict); a router sees both prompts, so nothing comes from the future. "
+        "Every other arm runs without it. "
         "*Restore prefetch* (`--prefetch on`): the router picks a request's prefill instance when it arrives, "
         "which restores its pool prefix at once into GPU cache blocks it holds (at most 5% of the cache) while "
         "the request waits at the admission gate and in the prefill queue. *Restore on the critical path*: from "
