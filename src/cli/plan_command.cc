@@ -38,6 +38,7 @@ struct PlanFlags {
   int warmup = 2;
   uint64_t seed = 1;
   double idle_cap_s = 300;
+  std::string supersede = "off";
   std::string geometry = "scaled";
   std::string topology = "1x8";
   uint64_t prefill_cache_tokens = 0;
@@ -103,6 +104,7 @@ int RunPlanCommand(const PlanFlags& f) {
   o.replay.warmup_requests = f.warmup;
   o.replay.seed = f.seed;
   o.replay.idle_cap_s = f.idle_cap_s;
+  o.replay.supersede = f.supersede == "on";
   auto loaded = LoadCorpusSource("plan", f.corpus, f.seed, o.geometry.max_context_tokens);
   if (!loaded.ok()) {
     fmt::print(stderr, "kvpool plan: {}\n", loaded.status().message());
@@ -188,6 +190,9 @@ void AddPlanCommand(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "seed for start points, routing and the synthetic corpus")->capture_default_str();
   cmd->add_option("--idle-cap", f.idle_cap_s, "cap on every recorded wait between turns, seconds")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--supersede", f.supersede, "plan with supersession, as kvpool replay --supersede")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--geometry", f.geometry, "model geometry preset: scaled, published, tiny")
       ->check(CLI::IsMember(engine::GeometryPresetNames()))

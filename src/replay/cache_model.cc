@@ -45,6 +45,11 @@ CacheModel::CacheModel(CacheModelOptions options, connector::KvNamespace ns, eng
   }
 }
 
+void CacheModel::SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) {
+  if (!uses_pool()) return;
+  pool_.Release(connector::ChainChunkKeys(ns_, previous), first_changed / ns_.spec().chunk_tokens);
+}
+
 void CacheModel::Submit(engine::DeploymentRequest request, std::function<void(const engine::RequestRecord&)> on_done) {
   engine::RequestRecord r;
   r.request_id = next_request_id_++;

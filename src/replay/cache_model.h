@@ -49,7 +49,7 @@ class CacheModel final : public engine::RequestSink {
   void RetainSession(std::span<const connector::TokenId>, std::chrono::milliseconds,
                      std::chrono::milliseconds) override {}
   void ReleaseSession(std::span<const connector::TokenId>) override {}
-  void SupersedeSession(std::span<const connector::TokenId>, size_t) override {}
+  void SupersedeSession(std::span<const connector::TokenId> previous, size_t first_changed) override;
 
   uint64_t pool_evicted_chunks() const { return pool_.evicted(); }
   // The share of [from, to) the prefill instances would spend computing the requests that

@@ -56,6 +56,13 @@ class ChunkLru {
     }
   }
 
+  // keys[from..] that are held become the least recent of all (supersession: first to evict).
+  void Release(std::span<const connector::ChunkKey> keys, size_t from) {
+    for (size_t k = from; k < keys.size(); ++k) {
+      if (auto it = index_.find(keys[k]); it != index_.end()) order_.splice(order_.begin(), order_, it->second);
+    }
+  }
+
   size_t size() const { return index_.size(); }
   uint64_t evicted() const { return evicted_; }
 

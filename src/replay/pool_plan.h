@@ -22,7 +22,7 @@ struct PlanOptions {
   engine::ModelGeometry geometry;  // its pool_tokens is replaced by each planned size
   engine::Topology topology = engine::Topology::Uniform(1);
   engine::CostModelParams cost = engine::CostModelParams::Published();
-  ReplayOptions replay;  // retention is ignored: the plan is for LRU
+  ReplayOptions replay;  // retention is ignored: the plan is for LRU (with supersession if set)
 };
 
 struct PlanPoint {

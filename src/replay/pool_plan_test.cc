@@ -35,6 +35,20 @@ TEST(ChunkLruTest, EvictsTheLeastRecentDownToTheLowWatermarkOnceAboveTheHigh) {
   EXPECT_EQ(lru.LeadingRun(c, 0), 1u);
 }
 
+TEST(ChunkLruTest, ReleasedChunksAreTheFirstToGo) {
+  ChunkLru lru(/*high=*/4, /*low=*/3, ChunkLru::Order::kHeadLeastRecent);
+  const auto a = Keys(0, 2), b = Keys(100, 2), c = Keys(200, 1);
+  lru.Insert(a, 0);
+  lru.Insert(b, 0);  // a is the least recent
+  lru.Release(b, 1);  // b[1] goes first, though more recent than a
+  lru.Release(Keys(300, 1), 0);  // not held: nothing
+  lru.Insert(c, 0);   // 5 > 4: down to 3
+  EXPECT_EQ(lru.evicted(), 2u);
+  EXPECT_EQ(lru.LeadingRun(b, 0), 1u);  // b[1] went
+  EXPECT_EQ(lru.LeadingRun(a, 0), 0u);  // then a[0], the least recent of the rest
+  EXPECT_EQ(lru.LeadingRun(a, 1), 1u);
+}
+
 // The tiny replay, measured over 400 emulated seconds rather than its first 24 requests (a
 // window of time is what the planner predicts for).
 ReplayRunOptions TinyWindowRun() {
