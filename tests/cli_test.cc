@@ -80,6 +80,13 @@ TEST(Cli, RejectsBadArgumentsWithTheReason) {
   r = Kvpool({"replay", "--synth", "4", "--prefill-cost", "0.015,-1,1e-10"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("'-1' is not a positive number"), std::string::npos) << r.output;
+  // What the gate reserves, and supersession, are named choices.
+  r = Kvpool({"replay", "--synth", "4", "--gate-reserve", "recorded"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--gate-reserve"), std::string::npos) << r.output;
+  r = Kvpool({"replay", "--synth", "4", "--supersede", "yes"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--supersede"), std::string::npos) << r.output;
 }
 
 TEST(Cli, UnreachableMasterIsAClearErrorNotAHang) {
