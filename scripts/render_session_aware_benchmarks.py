@@ -198,7 +198,7 @@ def render(r):
         "its units are retained at once (`--max-retained-fraction`: 0.5 by default, which leaves half the pool "
         "plain LRU for clients that send no hints; 0.9 where the router fronts every client, as here), and a "
         "retention expected sooner takes the place of the one expected last. "
-        "*Supersession* (`--supersede on`): when a thread's new prompt stops continuing its previous one "
+        "*Supersession* (`--supersede on`, the default since this run): when a thread's new prompt stops continuing its previous one "
         "(auto-compaction replaced the conversation with a summary, or a turn after a long pause kept only the "
         "system and tools prefix), the router releases the previous prompt's chunks from the first changed one "
         "on (`Client::Release`: first to evict); a router sees both prompts, so nothing comes from the future. "
@@ -227,7 +227,7 @@ def render(r):
         "Ranked by expected reuse, the pool keeps the queue and gives up the sessions that have just been served "
         "and are furthest from their next turn. With the bound at 0.5 only half the units are ranked that way and "
         "the other half stays LRU. `--prefetch` stays off by default and `--retention` stays `lru` (a router opts "
-        "in). " + prediction_note(r) + " Where a seed counts few requests, its start points load prefill so far "
+        "in); supersession is on by default. " + prediction_note(r) + " Where a seed counts few requests, its start points load prefill so far "
         "past capacity that "
         "few requests finish inside the window, after a TTFT longer than the window: the arms' differences "
         "on that seed measure a collapse rather than a cache.",

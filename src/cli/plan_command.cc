@@ -38,7 +38,7 @@ struct PlanFlags {
   int warmup = 2;
   uint64_t seed = 1;
   double idle_cap_s = 300;
-  std::string supersede = "off";
+  std::string supersede = "on";
   std::string geometry = "scaled";
   std::string topology = "1x8";
   uint64_t prefill_cache_tokens = 0;

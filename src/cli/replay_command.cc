@@ -72,7 +72,7 @@ struct ReplayFlags {
   std::string retention = "lru";
   std::string prefetch = "off";
   std::string gate_reserve = "max-tokens";
-  std::string supersede = "off";
+  std::string supersede = "on";
   int64_t read_lease_ms = 0;
   std::string metrics_listen;  // "": no /metrics
   std::string metrics_file;    // "": none
@@ -476,7 +476,7 @@ void AddReplayCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--supersede", f.supersede,
                   "supersession: on releases a thread's earlier chunks that its next prompt no longer continues "
-                  "(after auto-compaction or a divergence), to be evicted first")
+                  "(after auto-compaction or a divergence), to be evicted first; off keeps them in LRU order")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--gate-reserve", f.gate_reserve,
