@@ -334,32 +334,10 @@ void RestoreEngine::Finish(Request& r, bool ran_out) {
   }
 }
 
-std::optional<RestoreOutcome> RestoreEngine::OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer) {
-  switch (answer.state) {
-    case StageJobs::State::kFinished:
-      return static_cast<const Request&>(*answer.request).outcome;
-    case StageJobs::State::kRunning:
-      return std::nullopt;
-    case StageJobs::State::kUnknown:
-      break;
-  }
-  RestoreOutcome out;
-  out.request_id = request_id;
-  out.status = NotFound(fmt::format("no restore {} in progress", request_id));
-  return out;
-}
-
-std::optional<RestoreOutcome> RestoreEngine::Poll(uint64_t request_id) {
-  return OutcomeOf(request_id, jobs_->Poll(request_id));
-}
+std::optional<RestoreOutcome> RestoreEngine::Poll(uint64_t request_id) { return jobs_->PollOutcome<Request>(request_id); }
 
 RestoreOutcome RestoreEngine::Wait(uint64_t request_id, Clock::time_point deadline) {
-  if (auto out = OutcomeOf(request_id, jobs_->Wait(request_id, deadline))) return *out;
-  RestoreOutcome out;
-  out.request_id = request_id;
-  out.status = NotReady(fmt::format("restore {} is still running at the caller's deadline; poll or wait again",
-                                    request_id));
-  return out;
+  return jobs_->WaitOutcome<Request>(request_id, deadline);
 }
 
 }  // namespace kvpool::connector

@@ -138,8 +138,6 @@ class RestoreEngine {
   bool MapWindow(const Window& w, std::vector<transfer::MappedRange>& mapped);
   // StageJobs' finish, under r.mu: r's outcome, every window in or (ran_out) its bounded wait over.
   void Finish(Request& r, bool ran_out);
-  // What Poll says for a StageJobs answer.
-  std::optional<RestoreOutcome> OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer);
 
   ChunkStore* const store_;
   const KvNamespace ns_;

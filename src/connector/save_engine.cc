@@ -171,30 +171,10 @@ void SaveEngine::SaveStage(const StageJobs::Job& job, StageJobs::Worker& worker)
   if (!first_error.ok() && r.outcome.status.ok()) r.outcome.status = first_error;
 }
 
-std::optional<SaveOutcome> SaveEngine::OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer) {
-  switch (answer.state) {
-    case StageJobs::State::kFinished:
-      return static_cast<const Request&>(*answer.request).outcome;
-    case StageJobs::State::kRunning:
-      return std::nullopt;
-    case StageJobs::State::kUnknown:
-      break;
-  }
-  SaveOutcome out;
-  out.request_id = request_id;
-  out.status = NotFound(fmt::format("no save {} pending", request_id));
-  return out;
-}
-
-std::optional<SaveOutcome> SaveEngine::Poll(uint64_t request_id) { return OutcomeOf(request_id, jobs_->Poll(request_id)); }
+std::optional<SaveOutcome> SaveEngine::Poll(uint64_t request_id) { return jobs_->PollOutcome<Request>(request_id); }
 
 SaveOutcome SaveEngine::Wait(uint64_t request_id, std::chrono::steady_clock::time_point deadline) {
-  if (auto out = OutcomeOf(request_id, jobs_->Wait(request_id, deadline))) return *out;
-  SaveOutcome out;
-  out.request_id = request_id;
-  out.status = NotReady(fmt::format("save {} is still running at the caller's deadline; poll or wait again",
-                                    request_id));
-  return out;
+  return jobs_->WaitOutcome<Request>(request_id, deadline);
 }
 
 }  // namespace kvpool::connector

@@ -82,8 +82,6 @@ class SaveEngine {
   SaveEngine(ChunkStore* store, KvNamespace ns, SaveOptions options, ConnectorMetrics* metrics);
   // StageJobs' body: saves one stage of a request.
   void SaveStage(const StageJobs::Job& job, StageJobs::Worker& worker);
-  // What Poll says for a StageJobs answer.
-  std::optional<SaveOutcome> OutcomeOf(uint64_t request_id, const StageJobs::Answer& answer);
 
   ChunkStore* const store_;
   const KvNamespace ns_;

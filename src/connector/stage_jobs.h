@@ -36,11 +36,14 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "common/status.h"
 #include "connector/chunk_store.h"
@@ -163,7 +166,35 @@ class StageJobs {
   // Blocks until no job is queued or running: a ran-out request's late jobs included.
   void WaitIdle();
 
+  // Poll and Wait as an engine hands them out, in its outcome type: the `outcome` field (with
+  // `request_id` and `status`) of its request type R, which derives from Request. Poll: the
+  // finished request's outcome, nullopt while it runs, NOT_FOUND for an id not in the table.
+  // Wait: the same, and NOT_READY (nothing else set) when `deadline` came first.
+  template <class R>
+  std::optional<decltype(R::outcome)> PollOutcome(uint64_t id) {
+    return OutcomeOf<R>(id, Poll(id));
+  }
+  template <class R>
+  decltype(R::outcome) WaitOutcome(uint64_t id, Clock::time_point deadline) {
+    if (auto out = OutcomeOf<R>(id, Wait(id, deadline))) return *std::move(out);
+    decltype(R::outcome) out;
+    out.request_id = id;
+    out.status = NotReady(
+        fmt::format("{} {} is still running at the caller's deadline; poll or wait again", options_.noun, id));
+    return out;
+  }
+
  private:
+  template <class R>
+  std::optional<decltype(R::outcome)> OutcomeOf(uint64_t id, const Answer& answer) {
+    if (answer.state == State::kFinished) return static_cast<const R&>(*answer.request).outcome;
+    if (answer.state == State::kRunning) return std::nullopt;
+    decltype(R::outcome) out;
+    out.request_id = id;
+    out.status = NotFound(fmt::format("no {} {} in progress", options_.noun, id));
+    return out;
+  }
+
   struct StageQueue {
     Stage stage;
     std::deque<Job> queue;  // guarded by StageJobs::mu_
