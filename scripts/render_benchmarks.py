@@ -150,6 +150,14 @@ def copy_plots(plots, prefix):
             shutil.copyfile(src, os.path.join(img, f"{prefix}-{name}.png"))
 
 
+def spread(values, scale=100, unit="", digits=1):
+    """The median and, with several values, their range: "+4.2 (+3.1 to +5.0)"."""
+    v = sorted(values)
+    med = v[len(v) // 2]
+    text = f"{scale * med:+.{digits}f}{unit}"
+    return text if len(v) == 1 else f"{text} ({scale * v[0]:+.{digits}f} to {scale * v[-1]:+.{digits}f}{unit})"
+
+
 def write_section(section, begin, end):
     """Rewrites docs/benchmarks.md with `section` between its markers (see spliced_page)."""
     page = spliced_page(section, begin, end)

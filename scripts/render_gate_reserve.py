@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from render_benchmarks import write_section  # noqa: E402
+from render_benchmarks import spread, write_section  # noqa: E402
 
 BEGIN, END = "<!-- gate-reserve:begin -->", "<!-- gate-reserve:end -->"
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "gate-reserve.json")
@@ -23,11 +23,6 @@ ARMS = (("harness", "asks for its recorded output (the published harness); gate 
 def median(values):
     v = sorted(values)
     return v[len(v) // 2]
-
-
-def spread(values, fmt):
-    v = sorted(values)
-    return fmt(median(v)) if len(v) == 1 else f"{fmt(median(v))} ({fmt(v[0])} to {fmt(v[-1])})"
 
 
 def row(n, label, runs):
@@ -45,8 +40,7 @@ def worth(load):
     pairs = list(zip(load["oracle"], load["max_tokens"]))
     tput = [o["throughput_tok_s_per_gpu"] / m["throughput_tok_s_per_gpu"] - 1 for o, m in pairs]
     p90 = [o["ttft_s"]["p90"] - m["ttft_s"]["p90"] for o, m in pairs]
-    return (f"{load['sessions']} sessions: throughput {spread(tput, lambda x: f'{100 * x:+.1f}%')}, "
-            f"TTFT p90 {spread(p90, lambda x: f'{x:+.2f} s')}")
+    return f"{load['sessions']} sessions: throughput {spread(tput, 100, '%')}, TTFT p90 {spread(p90, 1, ' s', 2)}"
 
 
 def render(r):

@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from render_benchmarks import write_section  # noqa: E402
+from render_benchmarks import spread, write_section  # noqa: E402
 
 BEGIN, END = "<!-- session-aware:begin -->", "<!-- session-aware:end -->"
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results", "session-aware.json")
@@ -33,14 +33,6 @@ def reuse(arm):
 
 def by_seed(arm, key):
     return {x["seed"]: x[key] for x in arm["by_seed"]}
-
-
-def spread(values, scale=100, unit="", digits=1):
-    """The median and, with several values, their range: "+4.2 (+3.1 to +5.0)"."""
-    v = sorted(values)
-    med = v[len(v) // 2]
-    text = f"{scale * med:+.{digits}f}{unit}"
-    return text if len(v) == 1 else f"{text} ({scale * v[0]:+.{digits}f} to {scale * v[-1]:+.{digits}f}{unit})"
 
 
 def paired(a, b, key="reuse", seeds=None):
